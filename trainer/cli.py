@@ -1,0 +1,64 @@
+"""The ``train`` command: Hydra's entry point, and the only place errors become exit statuses."""
+
+import os
+import sys
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+
+from trainer.errors import TrainerError
+from trainer.paths import register_resolvers
+from trainer.schema import register_configs
+
+register_configs()
+register_resolvers()
+
+CONFIG_MODULE = "trainer.conf"
+
+
+def _full_errors() -> bool:
+    return os.environ.get("HYDRA_FULL_ERROR") == "1"
+
+
+def _fail(message: str, code: int):
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+@hydra.main(version_base="1.3", config_path="pkg://" + CONFIG_MODULE, config_name="config")
+def task(cfg) -> float:
+    """One job: returns the eval objective for sweepers."""
+    from trainer.resume import resumed_config
+    from trainer.train import run
+
+    hc = HydraConfig.get()
+    single = hc.mode == RunMode.RUN
+    try:
+        if cfg.resume:
+            cfg = resumed_config(cfg.resume, list(hc.overrides.task))
+        return run(cfg, hc.runtime.output_dir)["objective_value"]
+    except TrainerError as e:
+        if not single or _full_errors():
+            raise  # a sweep records the failed job and goes on; SystemExit would end it
+        _fail(str(e), e.exit_code)
+    except Exception as e:  # the CLI boundary: one line, no traceback
+        if not single or _full_errors():
+            raise
+        first = (str(e).strip().splitlines() or [""])[0]
+        _fail(f"{type(e).__name__}: {first} (HYDRA_FULL_ERROR=1 shows the traceback)", 1)
+
+
+def main() -> None:
+    from trainer.preflight import preflight
+
+    preflight(sys.argv[1:], CONFIG_MODULE)
+    try:
+        task()
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        raise SystemExit(130)
+
+
+if __name__ == "__main__":
+    main()

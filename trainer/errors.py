@@ -1,0 +1,34 @@
+"""The runner's errors and the exit status each maps to at the command line.
+
+Inside the task function errors are raised, never turned into ``sys.exit``:
+a Hydra multirun runs every job in one process and a SystemExit would end the
+whole sweep. Only the single-run CLI boundary (``trainer.cli``) maps them.
+"""
+
+
+class TrainerError(Exception):
+    """Base class: a failure the runner explains in one line."""
+
+    exit_code = 1
+
+
+class TrainingError(TrainerError):
+    """Training itself failed (NaN loss, an error in the loop)."""
+
+    exit_code = 1
+
+
+class ConfigError(TrainerError):
+    """A config value is wrong; the message names the key and the fix."""
+
+    exit_code = 2
+
+
+class DataError(ConfigError):
+    """Data files are missing or do not parse."""
+
+
+class CheckpointError(TrainerError):
+    """A checkpoint dir cannot be used (unreadable, another model, other shapes)."""
+
+    exit_code = 3

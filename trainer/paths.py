@@ -1,0 +1,63 @@
+"""Run-dir names, from the command's overrides rather than the clock.
+
+The same command lands in the same run dir, so its default checkpoint dir (inside
+the run dir) is found again and the run resumes. Keys that change the schedule,
+the backend or the environment but not the experiment (``train.max_steps``,
+``session``, ``device``, cadences, hooks, logging) are left out of single-run names,
+so ``train ... train.max_steps=4000`` continues the run that stopped at 2000.
+Multirun job dirs keep every override: jobs of one sweep never share a dir.
+"""
+
+import hashlib
+import re
+
+from omegaconf import OmegaConf
+
+RUNS_ROOT = "outputs"
+_SCHEDULE_KEYS = {
+    "train.max_steps", "session", "device", "hooks", "resume",
+    "eval.every_steps", "eval.batch_size", "checkpoint.every_steps", "checkpoint.every_secs", "checkpoint.keep",
+    "summary.every_steps",
+}
+_SCHEDULE_PREFIXES = ("session.", "device.", "hooks.", "log.")
+_MAX_NAME = 120
+
+
+def override_key(override: str) -> str:
+    key = override.split("=", 1)[0]
+    return key.lstrip("+~").split("@", 1)[0]
+
+
+def _name(overrides) -> str:
+    name = ",".join(sorted(overrides)) or "default"
+    name = re.sub(r"[^A-Za-z0-9._,=+@-]", "_", name)
+    if len(name) > _MAX_NAME:
+        name = name[: _MAX_NAME - 9] + "-" + hashlib.sha1(name.encode()).hexdigest()[:8]
+    return name
+
+
+def run_dir(overrides) -> str:
+    """``resume=DIR`` itself, else ``outputs/<experiment overrides>``."""
+    overrides = list(overrides)
+    for o in overrides:
+        if override_key(o) == "resume":
+            return o.split("=", 1)[1]
+    kept = [o for o in overrides if override_key(o) not in _SCHEDULE_KEYS and not override_key(o).startswith(_SCHEDULE_PREFIXES)]
+    return f"{RUNS_ROOT}/{_name(kept)}"
+
+
+def job_dir(overrides) -> str:
+    """A multirun job's subdir: every override of the job."""
+    return _name([o for o in overrides if override_key(o) != "resume"])
+
+
+def output_subdir(overrides) -> str:
+    """Where Hydra saves the job's config: a resumed run keeps the run dir's own ``.hydra`` intact
+    (the runner rewrites it with the merged config once that is composed)."""
+    return ".hydra/resume" if any(override_key(o) == "resume" for o in overrides) else ".hydra"
+
+
+def register_resolvers() -> None:
+    for name, fn in (("trainer_run_dir", run_dir), ("trainer_job_dir", job_dir), ("trainer_output_subdir", output_subdir)):
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, fn)

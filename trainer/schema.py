@@ -1,0 +1,179 @@
+"""Config schemas: one dataclass per config group, registered once in Hydra's ConfigStore.
+
+The YAML files in ``conf/`` start from these schemas in their defaults lists, so a
+typo in a key or a value of the wrong type fails when the config is composed, before
+any TensorFlow work. Rules that span several fields live in ``trainer.validate``.
+
+Environment (``device``, ``distributed``) is kept apart from schedule (``train``,
+``checkpoint``, ``summary``, ``eval``) and from the backend (``session``).
+"""
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Dict, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+class SessionKind(Enum):
+    plain = "plain"  # tf.compat.v1.Session, chores done by the runner
+    monitored = "monitored"  # tf.compat.v1.train.MonitoredTrainingSession
+
+
+class DeviceKind(Enum):
+    cpu = "cpu"
+    gpu = "gpu"
+    auto = "auto"
+
+
+class DistributedKind(Enum):
+    none = "none"
+
+
+class ProgressKind(Enum):
+    auto = "auto"  # a bar on a terminal, log lines otherwise
+    bar = "bar"
+    lines = "lines"
+    off = "off"
+
+
+@dataclass
+class ModelConfig:
+    name: str = MISSING  # recorded in metrics.json and the run name
+    fn: str = MISSING  # dotted path of model_fn(features, labels, mode, params)
+    params: Dict[str, Any] = field(default_factory=dict)  # passed to model_fn as `params`
+
+
+@dataclass
+class DataConfig:
+    name: str = MISSING  # mnist | fashion_mnist | synthetic
+    path: Optional[str] = None  # an mnist.npz file or a folder of IDX files; null: the source's default
+    download: bool = True  # fetch the files (with checksums) when they are not found locally
+    download_dir: str = "~/.keras/datasets"  # where downloads go (the Keras cache by default)
+    feature_key: str = "x"  # model_fn receives features as {feature_key: images}
+    train_examples: Optional[int] = None  # use the first N training examples (synthetic: how many to make)
+    test_examples: Optional[int] = None  # use the first N test examples (synthetic: how many to make)
+    shuffle_buffer: Optional[int] = None  # null: the whole training split (a full shuffle)
+
+
+@dataclass
+class OptimizerConfig:
+    _target_: str = MISSING  # a tf.compat.v1.train.Optimizer class, or your own
+    learning_rate: float = MISSING
+
+
+@dataclass
+class SGDConfig(OptimizerConfig):
+    _target_: str = "tensorflow.compat.v1.train.GradientDescentOptimizer"
+    learning_rate: float = 0.01
+
+
+@dataclass
+class MomentumConfig(OptimizerConfig):
+    _target_: str = "tensorflow.compat.v1.train.MomentumOptimizer"
+    learning_rate: float = 0.01
+    momentum: float = 0.9
+    use_nesterov: bool = False
+
+
+@dataclass
+class AdamConfig(OptimizerConfig):
+    _target_: str = "tensorflow.compat.v1.train.AdamOptimizer"
+    learning_rate: float = 0.001
+    beta1: float = 0.9
+    beta2: float = 0.999
+    epsilon: float = 1e-8
+
+
+@dataclass
+class SessionConfig:
+    kind: SessionKind = MISSING
+    stop_grace_period_secs: int = 120  # how long queue-runner threads get to stop at the end
+
+
+@dataclass
+class DeviceConfig:
+    kind: DeviceKind = MISSING
+    intra_op_threads: int = 0  # threads inside one op; 0: TensorFlow picks (all cores)
+    inter_op_threads: int = 0  # ops run at once; 0: TensorFlow picks
+    allow_growth: bool = True  # GPU memory grows as needed instead of taking it all at start
+    log_placement: bool = False  # log which device each op runs on
+
+
+@dataclass
+class DistributedConfig:
+    kind: DistributedKind = DistributedKind.none
+
+
+@dataclass
+class TrainConfig:
+    max_steps: int = 2000  # absolute global-step target: a resumed run stops at the same step
+    batch_size: int = 100
+    seed: Optional[int] = 0  # graph-level seed and shuffle seed; null: nondeterministic
+    deterministic: bool = False  # tf.config.experimental.enable_op_determinism() (slower)
+
+
+@dataclass
+class CheckpointConfig:
+    dir: Optional[str] = None  # null: checkpoints/ inside the run dir; a dir with checkpoints is resumed
+    every_steps: Optional[int] = 500  # save every N global steps (a final save always happens)
+    every_secs: Optional[float] = None  # or every N seconds; only one of the two
+    keep: int = 5  # newest checkpoints kept (Saver max_to_keep)
+
+
+@dataclass
+class SummaryConfig:
+    every_steps: Optional[int] = 100  # TensorBoard summaries every N steps; null or 0: off
+
+
+@dataclass
+class EvalConfig:
+    every_steps: Optional[int] = 1000  # evaluate on the test split every N steps; null or 0: only at the end
+    batch_size: int = 1000
+    objective: str = "accuracy"  # eval metric the task returns to sweepers
+
+
+@dataclass
+class LogConfig:
+    every_steps: int = 100  # progress lines / bar refresh and metrics.jsonl rows every N steps
+    progress: ProgressKind = ProgressKind.auto
+    tf_verbose: bool = False  # true: keep TensorFlow's C++ and Python log noise
+
+
+@dataclass
+class Config:
+    model: ModelConfig = MISSING
+    data: DataConfig = MISSING
+    optimizer: OptimizerConfig = MISSING
+    session: SessionConfig = MISSING
+    device: DeviceConfig = MISSING
+    distributed: DistributedConfig = MISSING
+    hooks: Dict[str, Any] = field(default_factory=dict)  # name -> {_target_, role: chief|all, kwargs}
+    train: TrainConfig = field(default_factory=TrainConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    summary: SummaryConfig = field(default_factory=SummaryConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+    resume: Optional[str] = None  # a run dir: continue it with its saved config plus these overrides
+
+
+_registered = False
+
+
+def register_configs() -> None:
+    """Store the schemas in Hydra's ConfigStore (idempotent)."""
+    global _registered
+    if _registered:
+        return
+    cs = ConfigStore.instance()
+    cs.store(name="base_config", node=Config)
+    cs.store(group="model", name="base_model", node=ModelConfig)
+    cs.store(group="data", name="base_data", node=DataConfig)
+    cs.store(group="optimizer", name="base_sgd", node=SGDConfig)
+    cs.store(group="optimizer", name="base_momentum", node=MomentumConfig)
+    cs.store(group="optimizer", name="base_adam", node=AdamConfig)
+    cs.store(group="session", name="base_session", node=SessionConfig)
+    cs.store(group="device", name="base_device", node=DeviceConfig)
+    cs.store(group="distributed", name="base_distributed", node=DistributedConfig)
+    _registered = True

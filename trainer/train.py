@@ -1,0 +1,177 @@
+"""``run(cfg, output_dir)``: train (or resume) one model as the config says.
+
+The order of work: validate the config, import TensorFlow, load data, read the
+checkpoint dir, build the graph, check the checkpoint fits it, build hooks, then
+one training loop over either session backend, and finally ``metrics.json``.
+"""
+
+import copy
+import json
+import logging
+import os
+import time
+from typing import Dict
+
+from omegaconf import OmegaConf
+
+from trainer.errors import ConfigError
+from trainer.tfenv import import_tensorflow, resolve_device, session_config, set_determinism
+from trainer.validate import validate
+
+log = logging.getLogger("trainer")
+
+
+def _kind(value) -> str:
+    return getattr(value, "value", value)
+
+
+def prepare_config(cfg, output_dir: str):
+    """A copy of ``cfg`` with run-dependent defaults filled in and every rule checked."""
+    cfg = copy.deepcopy(cfg)
+    if cfg.checkpoint.dir is None:
+        cfg.checkpoint.dir = os.path.join(output_dir, "checkpoints")
+    validate(cfg)
+    return cfg
+
+
+def _write_json(path: str, payload: Dict) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(payload, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _read_metrics(output_dir: str) -> Dict:
+    try:
+        with open(os.path.join(output_dir, "metrics.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def run(cfg, output_dir: str) -> Dict:
+    """Train to ``train.max_steps`` (resuming from ``checkpoint.dir``), evaluate, write ``metrics.json``.
+
+    Args:
+      cfg: a composed config (see ``trainer.schema.Config``).
+      output_dir: the run dir: ``metrics.json``, ``metrics.jsonl`` and, by default, ``checkpoints/``.
+
+    Returns:
+      The metrics written to ``metrics.json``.
+
+    Raises:
+      ConfigError: a config value or data file is wrong (nothing has been written).
+      CheckpointError: the checkpoint dir cannot be resumed (it is left untouched).
+    """
+    started = time.time()
+    output_dir = os.path.abspath(output_dir)
+    cfg = prepare_config(cfg, output_dir)
+    tf = import_tensorflow(cfg.log.tf_verbose)
+
+    # Imported after TensorFlow is (quietly) imported.
+    from trainer.checkpoints import check_compatible, checkpoint_step, latest_checkpoint
+    from trainer.data import load_arrays
+    from trainer.graph import build_graph
+    from trainer.hooks import EvalHook, InputInitHook, MetricsHook, MetricsLog, make_config_hooks
+    from trainer.sessions import open_session
+
+    set_determinism(tf, cfg.train.deterministic)
+    device = resolve_device(tf, cfg.device)
+    arrays = load_arrays(cfg.data)
+    if len(arrays.train_x) < cfg.train.batch_size:
+        raise ConfigError(
+            f"train.batch_size={cfg.train.batch_size}: larger than the {len(arrays.train_x)} training examples; "
+            "lower train.batch_size or use more data"
+        )
+    if len(arrays.test_x) == 0:
+        raise ConfigError("data.test_examples: the test split is empty; evaluation needs at least one example")
+
+    ckpt_dir = os.path.abspath(os.path.expanduser(cfg.checkpoint.dir))
+    latest = latest_checkpoint(ckpt_dir) if os.path.isdir(ckpt_dir) else None
+    start_step = checkpoint_step(latest) if latest else 0
+    previous = _read_metrics(output_dir)
+    if start_step >= cfg.train.max_steps and previous.get("global_step") == start_step:
+        log.info("checkpoint.dir %s is already at step %d (train.max_steps=%d): nothing to do; metrics in %s",
+                 ckpt_dir, start_step, cfg.train.max_steps, os.path.join(output_dir, "metrics.json"))
+        return previous
+    graph = build_graph(tf, cfg, device)
+    if latest:
+        check_compatible(latest, graph.graph, ckpt_dir)
+
+    session_kind = _kind(cfg.session.kind)
+    config = session_config(tf, cfg.device, device)
+    tf1 = tf.compat.v1
+    os.makedirs(output_dir, exist_ok=True)
+    metrics = MetricsLog(os.path.join(output_dir, "metrics.jsonl"))
+    log.info("run dir %s", output_dir)
+
+    if start_step >= cfg.train.max_steps:
+        # Running a step would move a finished run past its target: evaluate only, write nothing to ckpt_dir.
+        log.info("checkpoint.dir %s is already at step %d (train.max_steps=%d): nothing to train",
+                 ckpt_dir, start_step, cfg.train.max_steps)
+        eval_hook = EvalHook(graph, arrays.test_x, arrays.test_y, None, metrics, summary_dir=None)
+        with graph.graph.as_default(), open_session("plain", graph.scaffold, [eval_hook], [], ckpt_dir, config):
+            pass
+        train_secs = 0.0
+    else:
+        log.info("checkpoint.dir %s: %s", ckpt_dir, f"resuming from step {start_step}" if latest else "new run")
+        every_steps, every_secs = cfg.checkpoint.every_steps, cfg.checkpoint.every_secs
+        if not every_steps and not every_secs:
+            every_steps = cfg.train.max_steps  # only the first and the final save
+        hooks = [
+            InputInitHook(graph.train_input, graph.global_step, arrays.train_x, arrays.train_y),
+            tf1.train.StopAtStepHook(last_step=cfg.train.max_steps),
+        ]
+        eval_hook = EvalHook(graph, arrays.test_x, arrays.test_y, cfg.eval.every_steps, metrics,
+                             summary_dir=os.path.join(ckpt_dir, "eval"))
+        chief_hooks = [
+            tf1.train.CheckpointSaverHook(ckpt_dir, save_secs=every_secs or None, save_steps=every_steps or None,
+                                          saver=graph.saver),
+            MetricsHook(graph.loss, graph.global_step, cfg.log.every_steps, cfg.train.max_steps, metrics),
+            eval_hook,
+        ]
+        if cfg.summary.every_steps:
+            chief_hooks.append(tf1.train.SummarySaverHook(save_steps=cfg.summary.every_steps, output_dir=ckpt_dir,
+                                                          summary_op=graph.summary_op))
+        with graph.graph.as_default():
+            config_all, config_chief, listing = make_config_hooks(cfg.hooks)
+        hooks += list(graph.spec.training_hooks) + config_all
+        chief_hooks += list(graph.spec.training_chief_hooks) + config_chief
+        log.info("session=%s device=%s model=%s data=%s hooks: %s", session_kind, device, cfg.model.name, cfg.data.name,
+                 ", ".join(f"{n} ({r})" for n, r, _ in listing) or "none beyond the runner's own")
+
+        with graph.graph.as_default():
+            with open_session(session_kind, graph.scaffold, hooks, chief_hooks, ckpt_dir, config,
+                              stop_grace_period_secs=cfg.session.stop_grace_period_secs) as sess:
+                loop_started = time.time()
+                while not sess.should_stop():
+                    sess.run(graph.train_op)
+                train_secs = time.time() - loop_started
+
+    final_step = max(metrics.train.get("step", start_step), metrics.eval.get("step", start_step))
+    objective = cfg.eval.objective
+    if objective not in metrics.eval:
+        raise ConfigError(f"eval.objective={objective}: the model has no such eval metric; use one of {sorted(k for k in metrics.eval if k not in ('kind', 'step', 'time'))}")
+    result = {
+        "status": "finished",
+        "global_step": int(final_step),
+        "start_step": int(start_step),
+        "loss": metrics.train.get("loss"),
+        "steps_per_sec": (final_step - start_step) / train_secs if train_secs > 0 else None,
+        "wall_secs": round(time.time() - started, 3),
+        "session": session_kind,
+        "model": cfg.model.name,
+        "data": cfg.data.name,
+        "device": device,
+        "checkpoint_dir": ckpt_dir,
+        "objective": objective,
+        "objective_value": metrics.eval[objective],
+    }
+    result.update({f"eval_{k}": v for k, v in metrics.eval.items() if k not in ("kind", "step", "time")})
+    _write_json(os.path.join(output_dir, "metrics.json"), result)
+    loss = "n/a" if result["loss"] is None else f"{result['loss']:.4f}"
+    log.info("done at step %d: loss %s, %s; metrics in %s", final_step, loss,
+             " ".join(f"{k} {v:.4f}" for k, v in sorted(result.items()) if k.startswith("eval_")),
+             os.path.join(output_dir, "metrics.json"))
+    return result
