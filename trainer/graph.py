@@ -70,7 +70,11 @@ def build_graph(tf, cfg, device: str) -> TrainGraph:
     graph = tf.Graph()
     with graph.as_default():
         if cfg.train.seed is not None:
-            tf1.set_random_seed(cfg.train.seed)
+            # tf_keras (behind tf.compat.v1.layers) draws initializer seeds from its own Python
+            # generator, not the graph seed: its set_random_seed seeds both (and Python, NumPy).
+            import tf_keras
+
+            tf_keras.utils.set_random_seed(int(cfg.train.seed))
         global_step = tf1.train.get_or_create_global_step()
         with tf.device("/device:CPU:0"):
             train_input = make_pipeline(

@@ -1,0 +1,131 @@
+"""Both session backends train, checkpoint, resume and agree, through the real run()."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from trainer.errors import CheckpointError
+from trainer.train import run
+
+
+def weights(ckpt_dir):
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(ckpt_dir))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+def losses(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def dir_state(path):
+    """Every file under ``path`` with its size and content digest."""
+    import hashlib
+
+    state = {}
+    for root, _, files in os.walk(path):
+        for name in files:
+            full = os.path.join(root, name)
+            with open(full, "rb") as f:
+                state[os.path.relpath(full, path)] = hashlib.sha256(f.read()).hexdigest()
+    return state
+
+
+@pytest.mark.parametrize("session", ["plain", "monitored"])
+def test_trains_checkpoints_and_writes_metrics(make_cfg, tmp_path, session):
+    metrics = run(make_cfg(f"session={session}"), str(tmp_path))
+    ckpt_dir = tmp_path / "checkpoints"
+    assert tf.train.latest_checkpoint(str(ckpt_dir)).endswith("model.ckpt-20")
+    assert {"model.ckpt-10.index", "model.ckpt-20.index"} <= set(os.listdir(ckpt_dir))
+    assert any(n.startswith("events.out.tfevents") for n in os.listdir(ckpt_dir))  # summaries
+    assert any(n.startswith("events.out.tfevents") for n in os.listdir(ckpt_dir / "eval"))
+    saved = json.loads((tmp_path / "metrics.json").read_text())
+    assert saved == metrics
+    assert saved["global_step"] == 20 and saved["session"] == session and saved["model"] == "mlp"
+    for key in ("loss", "eval_accuracy", "eval_loss", "steps_per_sec", "wall_secs"):
+        assert isinstance(saved[key], float), key
+    assert 0.0 <= saved["eval_accuracy"] <= 1.0
+    rows = losses(tmp_path / "metrics.jsonl")
+    assert [r["step"] for r in rows if r["kind"] == "eval"] == [10, 20]
+    assert [r["step"] for r in rows if r["kind"] == "train"] == [5, 10, 15, 20]
+
+
+def test_training_learns(make_cfg, tmp_path):
+    metrics = run(make_cfg("train.max_steps=150", "model.params.hidden_units=[64]"), str(tmp_path))
+    assert metrics["eval_accuracy"] > 0.5  # ten classes: chance is 0.1
+
+
+def test_both_backends_same_loss_every_step_and_same_weights(make_cfg, tmp_path):
+    results = {}
+    for session in ("plain", "monitored"):
+        out = tmp_path / session
+        out.mkdir()
+        cfg = make_cfg(f"session={session}", "model.params.dropout_rate=0.3",
+                       f"+hooks.recorder={{_target_: user_hooks.LossRecorder, path: {out / 'losses.jsonl'}}}")
+        run(cfg, str(out))
+        results[session] = (losses(out / "losses.jsonl"), weights(str(out / "checkpoints")))
+    plain_losses, plain_weights = results["plain"]
+    monitored_losses, monitored_weights = results["monitored"]
+    assert len(plain_losses) == 20
+    assert plain_losses == monitored_losses
+    assert plain_weights.keys() == monitored_weights.keys()
+    for name in plain_weights:
+        np.testing.assert_array_equal(plain_weights[name], monitored_weights[name], err_msg=name)
+
+
+@pytest.mark.parametrize("first,second", [("plain", "monitored"), ("monitored", "plain")])
+def test_resume_across_backends_matches_uninterrupted_run(make_cfg, tmp_path, first, second):
+    straight = tmp_path / "straight"
+    run(make_cfg("session=monitored", "model.params.dropout_rate=0.3"), str(straight))
+
+    split = tmp_path / "split"
+    half = run(make_cfg(f"session={first}", "train.max_steps=10", "model.params.dropout_rate=0.3"), str(split))
+    assert half["global_step"] == 10
+    resumed = run(make_cfg(f"session={second}", "model.params.dropout_rate=0.3"), str(split))
+    assert resumed["start_step"] == 10 and resumed["global_step"] == 20
+    a, b = weights(str(straight / "checkpoints")), weights(str(split / "checkpoints"))
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def test_finished_run_is_a_no_op(make_cfg, tmp_path):
+    first = run(make_cfg(), str(tmp_path))
+    before = dir_state(tmp_path)
+    again = run(make_cfg(), str(tmp_path))
+    assert again == first
+    assert dir_state(tmp_path) == before
+
+
+def test_finished_checkpoint_without_metrics_is_evaluated_not_trained(make_cfg, tmp_path):
+    run(make_cfg(), str(tmp_path))
+    os.remove(tmp_path / "metrics.json")
+    ckpts = dir_state(tmp_path / "checkpoints")
+    metrics = run(make_cfg(), str(tmp_path))
+    assert metrics["global_step"] == 20 and metrics["start_step"] == 20
+    assert dir_state(tmp_path / "checkpoints") == ckpts
+
+
+def test_another_models_checkpoint_dir_is_refused_untouched(make_cfg, tmp_path):
+    run(make_cfg(), str(tmp_path / "a"))
+    ckpt_dir = tmp_path / "a" / "checkpoints"
+    before = dir_state(ckpt_dir)
+    with pytest.raises(CheckpointError, match="another model") as e:
+        run(make_cfg("model.params.hidden_units=[32]", "train.max_steps=40", f"checkpoint.dir={ckpt_dir}"),
+            str(tmp_path / "b"))
+    assert "reshaped" in str(e.value)
+    assert dir_state(ckpt_dir) == before
+
+
+def test_mnist_cnn_and_linear_build_and_step(make_cfg, tmp_path):
+    for model in ("mnist", "linear"):
+        metrics = run(make_cfg(f"model={model}", "train.max_steps=3", "eval.every_steps=0"), str(tmp_path / model))
+        assert metrics["global_step"] == 3 and metrics["model"] == model
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "momentum", "adam"])
+def test_optimizers(make_cfg, tmp_path, optimizer):
+    metrics = run(make_cfg(f"optimizer={optimizer}", "train.max_steps=5"), str(tmp_path))
+    assert metrics["global_step"] == 5

@@ -1,0 +1,50 @@
+"""A user's own hooks, outside the trainer package, given to the runner by ``_target_``."""
+
+import json
+
+import tensorflow as tf
+
+tf1 = tf.compat.v1
+
+
+class LossRecorder(tf1.train.SessionRunHook):
+    """Appends ``{"step", "loss"}`` for every training step to a JSON-lines file."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def begin(self):
+        self._loss = tf1.get_default_graph().get_tensor_by_name("loss:0")
+        self._step = tf1.train.get_global_step()
+
+    def before_run(self, run_context):
+        return tf1.train.SessionRunArgs({"loss": self._loss, "step": self._step})
+
+    def after_run(self, run_context, run_values):
+        with open(self.path, "a") as f:
+            f.write(json.dumps({"step": int(run_values.results["step"]), "loss": float(run_values.results["loss"])}) + "\n")
+
+
+class CountingHook(tf1.train.SessionRunHook):
+    """Counts each lifecycle call into a JSON file written at end()."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.calls = {"begin": 0, "after_create_session": 0, "before_run": 0, "after_run": 0, "end": 0}
+
+    def begin(self):
+        self.calls["begin"] += 1
+
+    def after_create_session(self, session, coord):
+        self.calls["after_create_session"] += 1
+
+    def before_run(self, run_context):
+        self.calls["before_run"] += 1
+
+    def after_run(self, run_context, run_values):
+        self.calls["after_run"] += 1
+
+    def end(self, session):
+        self.calls["end"] += 1
+        with open(self.path, "w") as f:
+            json.dump(self.calls, f)
