@@ -29,8 +29,10 @@ def override_key(override: str) -> str:
 
 
 def _name(overrides) -> str:
-    name = ",".join(sorted(overrides)) or "default"
-    name = re.sub(r"[^A-Za-z0-9._,=+@-]", "_", name)
+    # key=value -> key-value, joined by "+": no "=" or "," so that the dir can be passed back
+    # unquoted as resume=outputs/NAME on Hydra's command line.
+    name = "+".join(sorted(o.replace("=", "-", 1) for o in overrides)) or "default"
+    name = re.sub(r"[^A-Za-z0-9._+@~-]", "_", name)
     if len(name) > _MAX_NAME:
         name = name[: _MAX_NAME - 9] + "-" + hashlib.sha1(name.encode()).hexdigest()[:8]
     return name

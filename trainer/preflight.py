@@ -26,7 +26,7 @@ def one_line(exc: BaseException) -> str:
     if isinstance(exc, MissingConfigException) and exc.options:
         group = (exc.missing_cfg_file or "").split("/")[0]
         bad = (exc.missing_cfg_file or "").split("/")[-1]
-        return f"{group}={bad}: no such option; choose one of {', '.join(sorted(exc.options))}"
+        return f"{group}={bad}: no such option; choose one of {', '.join(sorted(o for o in exc.options if not o.startswith('base_')))}"
     lines: List[str] = []
     seen = set()
     while exc is not None and id(exc) not in seen:

@@ -1,0 +1,105 @@
+"""The real ``train`` command in subprocesses: runs, resumes, and refuses bad input in one line."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+TRAIN = shutil.which("train") or pytest.fail("the train console script is not installed (pip install -e .)")
+SMALL = [
+    "data=synthetic", "data.train_examples=256", "data.test_examples=64", "model=linear",
+    "train.batch_size=32", "log.progress=off", "eval.every_steps=0", "checkpoint.every_steps=5",
+]
+RUN_NAME = "outputs/" + "+".join(
+    sorted(o.replace("=", "-") for o in SMALL if not o.startswith(("log.", "eval.every", "checkpoint.every"))))
+
+
+def train(cwd, *args, env=None):
+    full_env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    full_env.update(env or {})
+    return subprocess.run([TRAIN, *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=full_env)
+
+
+def error_line(proc):
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert lines and lines[-1].startswith("error: "), proc.stderr
+    return lines[-1]
+
+
+def test_train_runs_resumes_and_continues(tmp_path):
+    first = train(tmp_path, *SMALL, "train.max_steps=10")
+    assert first.returncode == 0, first.stderr
+    run_dir = tmp_path / RUN_NAME
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["global_step"] == 10 and metrics["model"] == "linear"
+    assert (run_dir / "checkpoints" / "model.ckpt-10.index").exists()
+    assert (run_dir / ".hydra" / "config.yaml").exists() and (run_dir / "train.log").exists()
+
+    # The same command again: already done, exit 0, nothing trained.
+    again = train(tmp_path, *SMALL, "train.max_steps=10")
+    assert again.returncode == 0, again.stderr
+    assert "already at step 10" in (run_dir / "train.log").read_text()
+
+    # A higher target on the same command continues from the checkpoint.
+    more = train(tmp_path, *SMALL, "train.max_steps=20", "session=plain")
+    assert more.returncode == 0, more.stderr
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert (metrics["start_step"], metrics["global_step"], metrics["session"]) == (10, 20, "plain")
+
+    # resume=RUN_DIR: its saved config plus these overrides.
+    resumed = train(tmp_path, f"resume={RUN_NAME}", "train.max_steps=30")
+    assert resumed.returncode == 0, resumed.stderr
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert (metrics["start_step"], metrics["global_step"], metrics["model"]) == (20, 30, "linear")
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["model=foo"], "model=foo: no such option; choose one of linear, mlp, mnist"),
+    (["session=fast"], "session=fast"),
+    (["train.max_steps=abc"], "train.max_steps"),
+    (["train.max_steps=-5"], "train.max_steps=-5"),
+    (["train.max_stepz=3"], "max_stepz"),
+    (["checkpoint.every_secs=10"], "set only one"),
+    (["resume=/nonexistent/run"], "resume=/nonexistent/run"),
+])
+def test_bad_config_is_one_line_exit_2(tmp_path, args, fragment):
+    proc = train(tmp_path, *args)
+    assert proc.returncode == 2, proc.stderr
+    assert fragment in error_line(proc)
+    assert not (tmp_path / "outputs").exists() or args[0].startswith("resume=")
+
+
+def test_missing_data_file_exit_2(tmp_path):
+    proc = train(tmp_path, *SMALL, "data=mnist", f"data.path={tmp_path}/missing.npz")
+    assert proc.returncode == 2
+    assert "data.path" in error_line(proc) and "missing.npz" in error_line(proc)
+
+
+def test_gpu_requested_without_gpu_exit_2(tmp_path):
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) is None and shutil.which("nvidia-smi"):
+        pytest.skip("this machine has a GPU")
+    proc = train(tmp_path, *SMALL, "device=gpu")
+    assert proc.returncode == 2
+    assert "device=gpu" in error_line(proc)
+
+
+def test_unreadable_checkpoint_exit_3_and_untouched(tmp_path):
+    ckpt = tmp_path / "ckpt"
+    ok = train(tmp_path, *SMALL, "train.max_steps=5", f"checkpoint.dir={ckpt}")
+    assert ok.returncode == 0, ok.stderr
+    index = ckpt / "model.ckpt-5.index"
+    index.write_bytes(index.read_bytes()[:20])
+    before = {p.name: p.read_bytes() for p in ckpt.iterdir() if p.is_file()}
+    proc = train(tmp_path, *SMALL, "train.max_steps=10", f"checkpoint.dir={ckpt}")
+    assert proc.returncode == 3
+    assert "model.ckpt-5" in error_line(proc)
+    assert {p.name: p.read_bytes() for p in ckpt.iterdir() if p.is_file()} == before
+
+
+def test_full_error_shows_traceback(tmp_path):
+    proc = train(tmp_path, *SMALL, "data=mnist", f"data.path={tmp_path}/missing.npz", env={"HYDRA_FULL_ERROR": "1"})
+    assert proc.returncode != 0 and "Traceback" in proc.stderr

@@ -1,0 +1,87 @@
+"""Every option of every config group composes; wrong values fail before any TensorFlow work."""
+
+import os
+
+import pytest
+from omegaconf import OmegaConf
+
+from trainer.errors import ConfigError
+from trainer.paths import job_dir, run_dir
+from trainer.validate import validate
+
+CONF = os.path.join(os.path.dirname(__file__), "..", "conf")
+GROUPS = sorted(d for d in os.listdir(CONF) if os.path.isdir(os.path.join(CONF, d)) and not d.startswith("_"))
+
+
+def options(group):
+    return sorted(f[:-5] for f in os.listdir(os.path.join(CONF, group)) if f.endswith(".yaml"))
+
+
+def test_groups_of_the_public_contract_exist():
+    assert {"model", "data", "session", "device", "optimizer", "hooks", "distributed"} <= set(GROUPS)
+    assert {"mnist", "mlp", "linear"} <= set(options("model"))
+    assert {"mnist", "fashion_mnist", "synthetic"} <= set(options("data"))
+    assert {"plain", "monitored"} <= set(options("session"))
+    assert {"cpu", "gpu", "auto"} <= set(options("device"))
+    assert {"adam", "sgd", "momentum"} <= set(options("optimizer"))
+
+
+@pytest.mark.parametrize("group,option", [(g, o) for g in GROUPS for o in options(g)])
+def test_every_option_composes_and_validates(make_cfg, group, option):
+    cfg = make_cfg(f"{group}={option}")
+    OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
+    validate(cfg)
+
+
+def test_defaults(make_cfg):
+    from hydra import compose, initialize_config_module
+
+    with initialize_config_module(config_module="trainer.conf", version_base="1.3"):
+        cfg = compose("config")
+    assert cfg.model.name == "mnist" and cfg.data.name == "mnist"
+    assert cfg.session.kind.value == "monitored" and cfg.device.kind.value == "auto"
+    assert cfg.checkpoint.dir is None and cfg.train.max_steps > 0
+
+
+# The bad-input catalogue: (overrides, a fragment of the one-line message that must name the key).
+BAD_VALUES = [
+    (["train.max_steps=-5"], "train.max_steps=-5"),
+    (["train.max_steps=0"], "train.max_steps=0"),
+    (["train.batch_size=0"], "train.batch_size=0"),
+    (["train.seed=-1"], "train.seed=-1"),
+    (["checkpoint.every_steps=-1"], "checkpoint.every_steps=-1"),
+    (["checkpoint.every_secs=60"], "set only one"),
+    (["checkpoint.keep=-2"], "checkpoint.keep=-2"),
+    (["eval.batch_size=0"], "eval.batch_size=0"),
+    (["eval.every_steps=-10"], "eval.every_steps=-10"),
+    (["summary.every_steps=-1"], "summary.every_steps=-1"),
+    (["log.every_steps=0"], "log.every_steps=0"),
+    (["optimizer.learning_rate=0"], "optimizer.learning_rate=0"),
+    (["optimizer.learning_rate=-0.1"], "optimizer.learning_rate=-0.1"),
+    (["data.train_examples=0"], "data.train_examples=0"),
+    (["device.intra_op_threads=-1"], "device.intra_op_threads=-1"),
+    (["data.feature_key="], "data.feature_key"),
+]
+
+
+@pytest.mark.parametrize("overrides,fragment", BAD_VALUES)
+def test_bad_values_are_refused_naming_the_key(make_cfg, overrides, fragment):
+    with pytest.raises(ConfigError) as e:
+        validate(make_cfg(*overrides))
+    message = str(e.value)
+    assert fragment in message and "\n" not in message
+
+
+def test_run_dir_is_named_from_experiment_overrides_only():
+    assert run_dir([]) == "outputs/default"
+    a = run_dir(["model=mnist", "data=fashion_mnist", "session=plain", "train.max_steps=2000"])
+    b = run_dir(["data=fashion_mnist", "model=mnist", "session=monitored", "train.max_steps=4000"])
+    assert a == b == "outputs/data-fashion_mnist+model-mnist"
+    assert run_dir(["resume=outputs/x", "train.max_steps=9"]) == "outputs/x"
+    assert run_dir(["optimizer.learning_rate=0.1"]) != run_dir(["optimizer.learning_rate=0.01"])
+    assert "/" not in run_dir(["data.path=/a/b"])[len("outputs/"):]
+    assert len(run_dir([f"model.params.x{i}={i}" for i in range(50)])) < 140
+
+
+def test_sweep_jobs_keep_every_override():
+    assert job_dir(["session=plain", "optimizer.learning_rate=0.1"]) != job_dir(["session=monitored", "optimizer.learning_rate=0.1"])

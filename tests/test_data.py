@@ -1,0 +1,178 @@
+"""Loaders on small generated mnist.npz and IDX files; the input pipeline's resumable position."""
+
+import gzip
+import os
+import struct
+import urllib.error
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from trainer import data
+from trainer.errors import DataError
+
+
+def write_idx(path, array, compress=True):
+    header = struct.pack(">BBBB", 0, 0, 0x08, array.ndim) + struct.pack(">" + "I" * array.ndim, *array.shape)
+    payload = header + array.astype(np.uint8).tobytes()
+    with (gzip.open if compress else open)(path, "wb") as f:
+        f.write(payload)
+
+
+def make_idx_dir(folder, n_train=20, n_test=10, compress=True):
+    rng = np.random.default_rng(1)
+    os.makedirs(folder, exist_ok=True)
+    arrays = {
+        "train-images-idx3-ubyte": rng.integers(0, 256, (n_train, 28, 28)),
+        "train-labels-idx1-ubyte": rng.integers(0, 10, n_train),
+        "t10k-images-idx3-ubyte": rng.integers(0, 256, (n_test, 28, 28)),
+        "t10k-labels-idx1-ubyte": rng.integers(0, 10, n_test),
+    }
+    for stem, array in arrays.items():
+        write_idx(os.path.join(folder, stem + (".gz" if compress else "")), array, compress)
+    return arrays
+
+
+def make_npz(path, n_train=20, n_test=10):
+    rng = np.random.default_rng(2)
+    arrays = dict(
+        x_train=rng.integers(0, 256, (n_train, 28, 28), dtype=np.uint8), y_train=rng.integers(0, 10, n_train),
+        x_test=rng.integers(0, 256, (n_test, 28, 28), dtype=np.uint8), y_test=rng.integers(0, 10, n_test),
+    )
+    np.savez(path, **arrays)
+    return arrays
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_idx_dir_round_trip(tmp_path, compress):
+    written = make_idx_dir(str(tmp_path), compress=compress)
+    arrays = data.load_idx_dir(str(tmp_path))
+    np.testing.assert_array_equal(arrays.train_x, written["train-images-idx3-ubyte"])
+    np.testing.assert_array_equal(arrays.test_y, written["t10k-labels-idx1-ubyte"])
+    assert arrays.train_y.dtype == np.int64 and arrays.train_x.shape == (20, 28, 28)
+
+
+def test_npz_round_trip(tmp_path):
+    written = make_npz(tmp_path / "mnist.npz")
+    arrays = data.load_path(str(tmp_path / "mnist.npz"))
+    np.testing.assert_array_equal(arrays.train_x, written["x_train"])
+    np.testing.assert_array_equal(arrays.test_y, written["y_test"])
+
+
+def test_mnist_prefers_data_path_then_keras_cache(tmp_path):
+    (tmp_path / "cache").mkdir()
+    make_npz(tmp_path / "cache" / "mnist.npz", n_train=7)
+    arrays = data.load_mnist(None, allow_download=False, download_dir=str(tmp_path / "cache"))
+    assert len(arrays.train_x) == 7
+    make_idx_dir(str(tmp_path / "idx"), n_train=5)
+    assert len(data.load_mnist(str(tmp_path / "idx"), allow_download=False, download_dir=str(tmp_path / "cache")).train_x) == 5
+
+
+def test_bad_magic_number(tmp_path):
+    make_idx_dir(str(tmp_path))
+    with gzip.open(tmp_path / "train-images-idx3-ubyte.gz", "wb") as f:
+        f.write(b"PK\x03\x04 not an idx file")
+    with pytest.raises(DataError, match="not an IDX file"):
+        data.load_idx_dir(str(tmp_path))
+
+
+def test_truncated_idx(tmp_path):
+    make_idx_dir(str(tmp_path), compress=False)
+    path = tmp_path / "t10k-images-idx3-ubyte"
+    path.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(DataError, match="truncated or corrupt"):
+        data.load_idx_dir(str(tmp_path))
+
+
+def test_missing_idx_file(tmp_path):
+    make_idx_dir(str(tmp_path))
+    os.remove(tmp_path / "t10k-labels-idx1-ubyte.gz")
+    with pytest.raises(DataError, match="t10k-labels-idx1-ubyte"):
+        data.load_idx_dir(str(tmp_path))
+
+
+def test_corrupt_npz(tmp_path):
+    (tmp_path / "mnist.npz").write_bytes(b"garbage")
+    with pytest.raises(DataError, match="cannot read"):
+        data.load_path(str(tmp_path / "mnist.npz"))
+
+
+def test_missing_path(tmp_path):
+    with pytest.raises(DataError, match="does not exist"):
+        data.load_path(str(tmp_path / "nope.npz"))
+
+
+def test_mnist_offline_fails_fast_with_advice(tmp_path, monkeypatch):
+    def offline(*args, **kwargs):
+        raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
+
+    monkeypatch.setattr(data.urllib.request, "urlopen", offline)
+    with pytest.raises(DataError, match="data.path=/path/to/mnist.npz") as e:
+        data.load_mnist(None, allow_download=True, download_dir=str(tmp_path))
+    assert "cannot download" in str(e.value)
+    assert os.listdir(tmp_path) == []  # no partial file left
+
+
+def test_download_checksum_mismatch_leaves_nothing(tmp_path, monkeypatch):
+    import io
+
+    class Response(io.BytesIO):
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(data.urllib.request, "urlopen", lambda *a, **k: Response(b"not mnist"))
+    with pytest.raises(DataError, match="expected"):
+        data.download("https://example.invalid/mnist.npz", str(tmp_path / "mnist.npz"), data.MNIST_NPZ_SHA256)
+    assert os.listdir(tmp_path) == []
+
+
+def test_download_verifies_and_stores(tmp_path, monkeypatch):
+    import hashlib
+    import io
+
+    payload = b"some bytes"
+
+    class Response(io.BytesIO):
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(data.urllib.request, "urlopen", lambda *a, **k: Response(payload))
+    dest = data.download("https://example.invalid/f", str(tmp_path / "f"), hashlib.sha256(payload).hexdigest())
+    assert open(dest, "rb").read() == payload
+
+
+def test_synthetic_is_seeded_and_shaped():
+    a, b = data.make_synthetic(50, 20), data.make_synthetic(50, 20)
+    np.testing.assert_array_equal(a.train_x, b.train_x)
+    assert a.train_x.shape == (50, 28, 28) and a.train_x.dtype == np.uint8 and a.test_y.shape == (20,)
+
+
+def test_pipeline_skip_resumes_the_shuffled_stream():
+    arrays = data.make_synthetic(64, 8)
+    labels = np.arange(64)  # label = example index, to follow the order
+
+    def batches(skip, n):
+        with tf.Graph().as_default():
+            p = data.make_pipeline(tf, 8, "x", train=True, seed=3)
+            with tf.compat.v1.Session() as sess:
+                sess.run(p.initializer, p.feed(arrays.train_x, labels, skip=skip))
+                return [sess.run(p.labels) for _ in range(n)]
+
+    straight = batches(0, 20)  # 2.5 epochs: reshuffled each epoch
+    resumed = batches(12, 8)
+    for a, b in zip(straight[12:], resumed):
+        np.testing.assert_array_equal(a, b)
+    assert sorted(np.concatenate(straight[:8])) == list(range(64))  # one epoch sees every example once
+
+
+def test_pipeline_does_not_embed_the_data_in_the_graph():
+    with tf.Graph().as_default() as g:
+        data.make_pipeline(tf, 8, "x", train=True, seed=0)
+        assert len(g.as_graph_def().SerializeToString()) < 100_000
