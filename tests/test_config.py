@@ -26,9 +26,17 @@ def test_groups_of_the_public_contract_exist():
     assert {"adam", "sgd", "momentum"} <= set(options("optimizer"))
 
 
+# `hook` holds single hooks, added under a name of the hooks dict (+hook@hooks.NAME=OPTION).
+REQUIRED = {"feed_fn": ["hooks.extra.fn=user_models.zero_scale"]}
+
+
 @pytest.mark.parametrize("group,option", [(g, o) for g in GROUPS for o in options(g)])
 def test_every_option_composes_and_validates(make_cfg, group, option):
-    cfg = make_cfg(f"{group}={option}")
+    if group == "hook":
+        cfg = make_cfg(f"+hook@hooks.extra={option}", *REQUIRED.get(option, []))
+        assert cfg.hooks.extra._target_ and cfg.hooks.extra.role in ("chief", "all")
+    else:
+        cfg = make_cfg(f"{group}={option}")
     OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
     validate(cfg)
 

@@ -15,6 +15,8 @@ from omegaconf import OmegaConf
 from trainer.data import Pipeline, make_pipeline
 from trainer.errors import ConfigError
 from trainer.estimator import EstimatorSpec, ModeKeys
+from trainer.tf_hooks import NAMED_TENSOR_PREFIX, TRAIN_SUMMARY_COLLECTION, op, tensor
+from trainer.warm_start import make_warm_start_fn
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,61 @@ def make_train_op(tf, optimizer_cfg, loss, global_step, update_ops):
         return optimizer.minimize(loss, global_step=global_step)
 
 
+def _add_train_accuracy(tf, spec, labels) -> None:
+    """A tensor named ``accuracy``: the training batch's accuracy, for classifiers (fetched only on demand)."""
+    predictions = spec.predictions
+    if isinstance(predictions, dict) and "classes" in predictions and labels is not None:
+        classes = tf.cast(predictions["classes"], labels.dtype)
+        accuracy = tf.reduce_mean(tf.cast(tf.equal(classes, labels), tf.float32), name="train_accuracy")
+        tf.compat.v1.add_to_collection(NAMED_TENSOR_PREFIX + "accuracy", accuracy)
+
+
+def _group(tf, names, key: str):
+    if names is None:
+        return None
+    names = [names] if isinstance(names, str) else list(names)
+    try:
+        return tf.group(*[op(n) for n in names], name=key.replace(".", "_"))
+    except ConfigError as e:
+        raise ConfigError(f"{key}: {e}") from None
+
+
+def _report_tensor(name, key: str):
+    """A readiness check: a 1-D string tensor naming what is not ready (empty when ready)."""
+    if name is None:
+        return None
+    try:
+        found = tensor(name)
+    except ConfigError as e:
+        raise ConfigError(f"{key}: {e}") from None
+    if found.dtype.name != "string" or found.shape.rank != 1:
+        raise ConfigError(f"{key}={name}: must be a 1-D string tensor (names of what is not ready), e.g. from report_uninitialized_variables")
+    return found
+
+
+def make_scaffold(tf, cfg, saver, summary_op, spec_scaffold=None):
+    """The Scaffold both backends use: config's ops (TensorFlow's defaults where null), the Saver, warm start.
+
+    Fields the model_fn's own Scaffold sets are used where the config leaves TensorFlow's default.
+    """
+    tf1 = tf.compat.v1
+    sc = cfg.scaffold
+    fields = {
+        "init_op": _group(tf, sc.init_op, "scaffold.init_op"),
+        "ready_op": _report_tensor(sc.ready_op, "scaffold.ready_op"),
+        "ready_for_local_init_op": _report_tensor(sc.ready_for_local_init_op, "scaffold.ready_for_local_init_op"),
+        "local_init_op": _group(tf, sc.local_init_op, "scaffold.local_init_op"),
+    }
+    if spec_scaffold is not None:
+        for key in fields:
+            if fields[key] is None:
+                fields[key] = getattr(spec_scaffold, key)
+    init_fn = make_warm_start_fn(cfg.init_from) if cfg.init_from.checkpoint else None
+    if init_fn is None and spec_scaffold is not None and spec_scaffold.init_fn is not None:
+        init_fn = lambda scaffold, session: spec_scaffold.init_fn(session)  # noqa: E731
+    return tf1.train.Scaffold(saver=saver, summary_op=summary_op, init_fn=init_fn, **fields)
+
+
 def build_graph(tf, cfg, device: str) -> TrainGraph:
     """Build the training and evaluation graph for ``cfg`` on ``device`` (``"cpu"`` or ``"gpu"``)."""
     tf1 = tf.compat.v1
@@ -92,6 +149,8 @@ def build_graph(tf, cfg, device: str) -> TrainGraph:
             if spec.loss is None:
                 raise ConfigError(f"model.fn={cfg.model.fn} returned no loss for mode train")
             loss = tf.identity(spec.loss, name="loss")
+            tf1.add_to_collection(NAMED_TENSOR_PREFIX + "loss", loss)
+            _add_train_accuracy(tf, spec, train_input.labels)
             train_summaries = list(tf1.get_collection(tf1.GraphKeys.SUMMARIES))
             train_op = spec.train_op
             if train_op is None:
@@ -124,10 +183,14 @@ def build_graph(tf, cfg, device: str) -> TrainGraph:
         if not train_summaries:
             train_summaries = [tf1.summary.scalar("loss", loss)]
         summary_op = tf1.summary.merge(train_summaries)
+        tf1.add_to_collection(TRAIN_SUMMARY_COLLECTION, summary_op)
         # Relative paths: a checkpoint dir copied elsewhere still finds its files.
-        saver = tf1.train.Saver(max_to_keep=cfg.checkpoint.keep, save_relative_paths=True)
+        saver = tf1.train.Saver(
+            max_to_keep=cfg.checkpoint.keep, keep_checkpoint_every_n_hours=cfg.checkpoint.keep_every_n_hours,
+            sharded=cfg.checkpoint.sharded, save_relative_paths=True,
+        )
         tf1.add_to_collection(tf1.GraphKeys.SAVERS, saver)
-        scaffold = tf1.train.Scaffold(saver=saver, summary_op=summary_op)
+        scaffold = make_scaffold(tf, cfg, saver, summary_op, spec.scaffold)
     return TrainGraph(
         graph=graph, global_step=global_step, loss=loss, train_op=train_op,
         train_input=train_input, eval_input=eval_input, eval_metrics=eval_metrics,

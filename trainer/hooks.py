@@ -68,6 +68,7 @@ class EvalHook(tf1.train.SessionRunHook):
     """
 
     def __init__(self, graph, images, labels, every_steps: Optional[int], metrics: MetricsLog, summary_dir: Optional[str]):
+        self.listeners: List = []  # objects with on_eval(session, step, values): early stopping, best export
         self._graph = graph
         self._images, self._labels = images, labels
         self._every = every_steps or 0
@@ -115,36 +116,49 @@ class EvalHook(tf1.train.SessionRunHook):
             summary = tf1.Summary(value=[tf1.Summary.Value(tag=k, simple_value=v) for k, v in values.items()])
             self._writer.add_summary(summary, step)
             self._writer.flush()
+        for listener in self.listeners:
+            listener.on_eval(session, step, values)
         return values
 
 
 class MetricsHook(tf1.train.SessionRunHook):
-    """Records step, loss and steps/s every ``every_steps`` and at ``max_steps`` into a MetricsLog."""
+    """Records step, loss and steps/s every ``every_steps`` and at the last step into a MetricsLog.
 
-    def __init__(self, loss, global_step, every_steps: int, max_steps: int, metrics: MetricsLog):
-        self._loss, self._global_step = loss, global_step
-        self._every, self._max_steps = max(1, every_steps), max_steps
+    The loss is fetched every step (one scalar) so that the record at the end holds the
+    loss of the last step, also when another hook stopped training early.
+    """
+
+    def __init__(self, loss, global_step, every_steps: int, metrics: MetricsLog):
+        self._fetches = {"step": global_step, "loss": loss}
+        self._global_step = global_step
+        self._every = max(1, every_steps)
         self._metrics = metrics
-        self._step = 0
+        self._last = None  # (step, loss) of the latest run
+        self._recorded_step = None
 
     def after_create_session(self, session, coord):
-        self._step = int(session.run(self._global_step))
-        self._mark = (time.time(), self._step)
+        self._mark = (time.time(), int(session.run(self._global_step)))
 
     def before_run(self, run_context):
-        upcoming = self._step + 1
-        if upcoming % self._every == 0 or upcoming >= self._max_steps:
-            return tf1.train.SessionRunArgs({"step": self._global_step, "loss": self._loss})
-        return tf1.train.SessionRunArgs({"step": self._global_step})
+        return tf1.train.SessionRunArgs(self._fetches)
 
     def after_run(self, run_context, run_values):
-        results = run_values.results
-        self._step = int(results["step"]) + 1  # the step fetched is the value before this run's increment
-        if "loss" in results:
-            now = time.time()
-            rate = (self._step - self._mark[1]) / max(now - self._mark[0], 1e-9)
-            self._mark = (now, self._step)
-            self._metrics.record("train", self._step, {"loss": results["loss"], "steps_per_sec": rate})
+        step = int(run_values.results["step"]) + 1  # the step fetched is the value before this run's increment
+        self._last = (step, float(run_values.results["loss"]))
+        if step % self._every == 0:
+            self._record()
+
+    def end(self, session):
+        if self._last is not None and self._last[0] != self._recorded_step:
+            self._record()
+
+    def _record(self):
+        step, loss = self._last
+        now = time.time()
+        rate = (step - self._mark[1]) / max(now - self._mark[0], 1e-9)
+        self._mark = (now, step)
+        self._recorded_step = step
+        self._metrics.record("train", step, {"loss": loss, "steps_per_sec": rate})
 
 
 class ProgressHook(tf1.train.SessionRunHook):
@@ -206,13 +220,92 @@ class ProgressHook(tf1.train.SessionRunHook):
             self._bar.close()
 
 
-def make_config_hooks(hooks_cfg) -> Tuple[List, List, List[Tuple[str, str, str]]]:
-    """Instantiate the ``hooks`` config: ``(all_hooks, chief_hooks, [(name, role, class)])``.
+class _MetricWatcher:
+    """Tracks the best value of one eval metric."""
+
+    def __init__(self, metric: str, mode: str, min_delta: float = 0.0):
+        if mode not in ("min", "max"):
+            raise ConfigError(f"mode={mode}: use min or max")
+        self.metric, self.mode, self.min_delta = metric, mode, float(min_delta)
+        self.best: Optional[float] = None
+
+    def improved(self, values: Dict[str, float]) -> bool:
+        if self.metric not in values:
+            raise ConfigError(f"metric={self.metric}: no such eval metric; use one of {sorted(values)}")
+        value = values[self.metric]
+        better = self.best is None or (
+            value < self.best - self.min_delta if self.mode == "min" else value > self.best + self.min_delta
+        )
+        if better:
+            self.best = value
+        return better
+
+
+class EarlyStoppingHook(tf1.train.SessionRunHook):
+    """Stops training when eval ``metric`` has not improved for ``patience`` evaluations.
+
+    Args:
+      metric: an eval metric (``accuracy``, ``loss``, or any of the model's eval_metric_ops).
+      mode: ``min`` or ``max``.
+      patience: evaluations without improvement before stopping.
+      min_delta: the smallest change that counts as an improvement.
+    """
+
+    def __init__(self, metric: str = "loss", mode: str = "min", patience: int = 3, min_delta: float = 0.0):
+        if patience < 1:
+            raise ConfigError(f"patience={patience}: must be >= 1")
+        self._watch = _MetricWatcher(metric, mode, min_delta)
+        self._patience = patience
+        self._bad_evals = 0
+        self._stop = False
+
+    def on_eval(self, session, step: int, values: Dict[str, float]) -> None:
+        self._bad_evals = 0 if self._watch.improved(values) else self._bad_evals + 1
+        if self._bad_evals >= self._patience and not self._stop:
+            self._stop = True
+            log.info("early stopping at step %d: eval %s has not improved on %.4f for %d evaluations",
+                     step, self._watch.metric, self._watch.best, self._patience)
+
+    def after_run(self, run_context, run_values):
+        if self._stop:
+            run_context.request_stop()
+
+
+class BestCheckpointHook(tf1.train.SessionRunHook):
+    """Keeps the checkpoint with the best eval ``metric`` in ``output_dir`` (with ``best.json``)."""
+
+    def __init__(self, output_dir: str, metric: str = "accuracy", mode: str = "max"):
+        self._dir = output_dir
+        self._watch = _MetricWatcher(metric, mode)
+        record = os.path.join(output_dir, "best.json")
+        if os.path.isfile(record):  # a resumed run competes with the best so far
+            with open(record) as f:
+                previous = json.load(f)
+            if previous.get("metric") == metric:
+                self._watch.best = previous["value"]
+
+    def begin(self):
+        self._saver = tf1.train.Saver(max_to_keep=1, save_relative_paths=True, name="best_saver")
+
+    def on_eval(self, session, step: int, values: Dict[str, float]) -> None:
+        if not self._watch.improved(values):
+            return
+        os.makedirs(self._dir, exist_ok=True)
+        path = self._saver.save(session, os.path.join(self._dir, "model.ckpt"), global_step=step,
+                                latest_filename="checkpoint", write_meta_graph=False)
+        with open(os.path.join(self._dir, "best.json"), "w") as f:
+            json.dump({"step": step, "metric": self._watch.metric, "value": values[self._watch.metric],
+                       "checkpoint": os.path.basename(path)}, f)
+        log.info("best eval %s %.4f at step %d: kept in %s", self._watch.metric, values[self._watch.metric], step, self._dir)
+
+
+def make_config_hooks(hooks_cfg) -> Tuple[List, List]:
+    """Instantiate the ``hooks`` config (in the built graph): ``(all_hooks, chief_hooks)``.
 
     Each entry is ``{_target_, role, **kwargs}``; ``role`` is ``chief`` or ``all`` (default).
     A null entry is skipped, so ``hooks.NAME=null`` switches a hook off too.
     """
-    all_hooks, chief_hooks, listing = [], [], []
+    all_hooks, chief_hooks = [], []
     for name, entry in (hooks_cfg or {}).items():
         if entry is None:
             continue
@@ -226,9 +319,10 @@ def make_config_hooks(hooks_cfg) -> Tuple[List, List, List[Tuple[str, str, str]]
             hook = hydra.utils.instantiate(entry)
         except Exception as e:
             cause = e.__cause__ or e
+            if isinstance(cause, ConfigError):
+                raise ConfigError(f"hooks.{name}: {cause}") from None
             raise ConfigError(f"hooks.{name}: cannot build {entry['_target_']} ({cause})") from None
         if not isinstance(hook, tf1.train.SessionRunHook):
             raise ConfigError(f"hooks.{name}: {entry['_target_']} made a {type(hook).__name__}, not a SessionRunHook")
         (chief_hooks if role == "chief" else all_hooks).append(hook)
-        listing.append((name, role, type(hook).__name__))
-    return all_hooks, chief_hooks, listing
+    return all_hooks, chief_hooks

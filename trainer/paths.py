@@ -15,11 +15,11 @@ from omegaconf import OmegaConf
 
 RUNS_ROOT = "outputs"
 _SCHEDULE_KEYS = {
-    "train.max_steps", "session", "device", "hooks", "resume",
+    "train.max_steps", "session", "device", "hooks", "hook", "resume",
     "eval.every_steps", "eval.batch_size", "checkpoint.every_steps", "checkpoint.every_secs", "checkpoint.keep",
     "summary.every_steps",
 }
-_SCHEDULE_PREFIXES = ("session.", "device.", "hooks.", "log.")
+_SCHEDULE_PREFIXES = ("session.", "device.", "hooks.", "hook.", "log.")
 _MAX_NAME = 120
 
 

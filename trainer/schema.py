@@ -119,7 +119,27 @@ class CheckpointConfig:
     dir: Optional[str] = None  # null: checkpoints/ inside the run dir; a dir with checkpoints is resumed
     every_steps: Optional[int] = 500  # save every N global steps (a final save always happens)
     every_secs: Optional[float] = None  # or every N seconds; only one of the two
-    keep: int = 5  # newest checkpoints kept (Saver max_to_keep)
+    keep: int = 5  # newest checkpoints kept (Saver max_to_keep); 0 keeps all
+    keep_every_n_hours: float = 10000.0  # also keep one checkpoint per N hours of training (Saver's default: never)
+    sharded: bool = False  # one checkpoint shard per device (Saver sharded=True)
+    listeners: Dict[str, Any] = field(default_factory=dict)  # name -> {_target_: a CheckpointSaverListener, ...}
+
+
+@dataclass
+class ScaffoldConfig:
+    # Each: null for TensorFlow's default, or an op / tensor name (or a list of them, grouped).
+    init_op: Any = None  # run on a fresh start (default: initialise all global variables)
+    ready_op: Any = None  # empty when the model is ready (default: report uninitialised variables)
+    ready_for_local_init_op: Any = None  # empty when local_init_op may run (default: global variables ready)
+    local_init_op: Any = None  # run after every session creation (default: local variables and tables)
+
+
+@dataclass
+class InitFromConfig:
+    # Warm start a fresh run from another run's weights (ignored once checkpoint.dir has its own checkpoint).
+    checkpoint: Optional[str] = None  # a checkpoint prefix, or a dir whose latest checkpoint is used
+    vars_to_warm_start: str = ".*"  # regex over trainable variable names, as Estimator's WarmStartSettings
+    var_name_map: Dict[str, str] = field(default_factory=dict)  # variable name in this graph -> name in the checkpoint
 
 
 @dataclass
@@ -152,6 +172,8 @@ class Config:
     hooks: Dict[str, Any] = field(default_factory=dict)  # name -> {_target_, role: chief|all, kwargs}
     train: TrainConfig = field(default_factory=TrainConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    scaffold: ScaffoldConfig = field(default_factory=ScaffoldConfig)
+    init_from: InitFromConfig = field(default_factory=InitFromConfig)
     summary: SummaryConfig = field(default_factory=SummaryConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     log: LogConfig = field(default_factory=LogConfig)

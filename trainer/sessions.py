@@ -85,7 +85,7 @@ class PlainSession:
         not_ready = self._sess.run(scaffold.ready_op)
         if not_ready is not None and len(not_ready):
             names = ", ".join(n.decode() if isinstance(n, bytes) else str(n) for n in not_ready[:5])
-            raise RuntimeError(f"variables not initialised after init/restore: {names}")
+            raise RuntimeError(f"Init operations did not make model ready: variables not initialized: {names}")
 
     @property
     def raw_session(self):
@@ -104,7 +104,8 @@ class PlainSession:
             args = hook.before_run(context)
             if args is None:
                 continue
-            hook_fetches[index] = args.fetches
+            if args.fetches is not None:
+                hook_fetches[index] = args.fetches
             if args.feed_dict:
                 clash = set(feeds) & set(args.feed_dict)
                 if clash:

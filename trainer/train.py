@@ -75,6 +75,7 @@ def run(cfg, output_dir: str) -> Dict:
     from trainer.graph import build_graph
     from trainer.hooks import EvalHook, InputInitHook, MetricsHook, MetricsLog, make_config_hooks
     from trainer.sessions import open_session
+    from trainer.tf_hooks import make_listeners
 
     set_determinism(tf, cfg.train.deterministic)
     device = resolve_device(tf, cfg.device)
@@ -125,21 +126,24 @@ def run(cfg, output_dir: str) -> Dict:
         ]
         eval_hook = EvalHook(graph, arrays.test_x, arrays.test_y, cfg.eval.every_steps, metrics,
                              summary_dir=os.path.join(ckpt_dir, "eval"))
+        with graph.graph.as_default():
+            listeners = make_listeners(cfg.checkpoint.listeners)
+            config_all, config_chief = make_config_hooks(cfg.hooks)
         chief_hooks = [
             tf1.train.CheckpointSaverHook(ckpt_dir, save_secs=every_secs or None, save_steps=every_steps or None,
-                                          saver=graph.saver),
-            MetricsHook(graph.loss, graph.global_step, cfg.log.every_steps, cfg.train.max_steps, metrics),
+                                          saver=graph.saver, listeners=listeners),
+            MetricsHook(graph.loss, graph.global_step, cfg.log.every_steps, metrics),
             eval_hook,
         ]
         if cfg.summary.every_steps:
             chief_hooks.append(tf1.train.SummarySaverHook(save_steps=cfg.summary.every_steps, output_dir=ckpt_dir,
                                                           summary_op=graph.summary_op))
-        with graph.graph.as_default():
-            config_all, config_chief, listing = make_config_hooks(cfg.hooks)
         hooks += list(graph.spec.training_hooks) + config_all
         chief_hooks += list(graph.spec.training_chief_hooks) + config_chief
-        log.info("session=%s device=%s model=%s data=%s hooks: %s", session_kind, device, cfg.model.name, cfg.data.name,
-                 ", ".join(f"{n} ({r})" for n, r, _ in listing) or "none beyond the runner's own")
+        eval_hook.listeners = [h for h in config_all + config_chief if hasattr(h, "on_eval")]
+        log.info("session=%s device=%s model=%s data=%s", session_kind, device, cfg.model.name, cfg.data.name)
+        log.info("hooks (chief): %s", ", ".join(type(h).__name__ for h in chief_hooks))
+        log.info("hooks (all): %s", ", ".join(type(h).__name__ for h in hooks))
 
         with graph.graph.as_default():
             with open_session(session_kind, graph.scaffold, hooks, chief_hooks, ckpt_dir, config,

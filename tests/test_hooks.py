@@ -1,0 +1,183 @@
+"""Hooks and Scaffold from config, with the same behaviour under both session backends."""
+
+import json
+import logging
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from trainer.errors import ConfigError
+from trainer.train import run
+
+BACKENDS = ["plain", "monitored"]
+
+
+def hook(name, target, **kwargs):
+    args = ", ".join(f"{k}: {v}" for k, v in kwargs.items())
+    return f"+hooks.{name}={{_target_: {target}{', ' + args if args else ''}}}"
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_counting_hook_sees_the_same_lifecycle(make_cfg, tmp_path, session):
+    counts = tmp_path / "counts.json"
+    run(make_cfg(f"session={session}", hook("count", "user_hooks.CountingHook", path=counts)), str(tmp_path))
+    assert json.loads(counts.read_text()) == {"begin": 1, "after_create_session": 1, "before_run": 20, "after_run": 20, "end": 1}
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_chief_role_hooks_run_in_a_single_process(make_cfg, tmp_path, session):
+    counts = tmp_path / "counts.json"
+    run(make_cfg(f"session={session}", hook("count", "user_hooks.CountingHook", path=counts, role="chief")), str(tmp_path))
+    assert json.loads(counts.read_text())["after_run"] == 20
+
+
+def test_bad_role_is_refused(make_cfg, tmp_path):
+    with pytest.raises(ConfigError, match="hooks.count.role=boss"):
+        run(make_cfg(hook("count", "user_hooks.CountingHook", path=tmp_path / "c", role="boss")), str(tmp_path))
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_logging_tensor_hook_logs_named_tensors(make_cfg, tmp_path, session, caplog):
+    caplog.set_level(logging.INFO, logger="trainer")
+    run(make_cfg(f"session={session}", "+hook@hooks.logging=logging_tensor", "hooks.logging.every_n_iter=10"), str(tmp_path))
+    lines = [r.getMessage() for r in caplog.records if "accuracy = " in r.getMessage()]
+    assert len(lines) == 2 and "loss = " in lines[0]  # steps 0 and 10 of 20
+
+
+def test_unknown_tensor_name_fails_before_training(make_cfg, tmp_path):
+    with pytest.raises(ConfigError, match="hooks.logging: no tensor named 'nope'"):
+        run(make_cfg("+hook@hooks.logging=logging_tensor", "hooks.logging.tensors=[nope]"), str(tmp_path))
+    assert not (tmp_path / "checkpoints").exists()
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_profiler_hook_writes_a_timeline(make_cfg, tmp_path, session):
+    run(make_cfg(f"session={session}", "+hook@hooks.profiler=profiler", "hooks.profiler.save_steps=10"), str(tmp_path))
+    timelines = sorted(os.listdir(tmp_path / "checkpoints" / "profile"))
+    assert "timeline-10.json" in timelines
+    trace = json.loads((tmp_path / "checkpoints" / "profile" / "timeline-10.json").read_text())
+    assert trace["traceEvents"]
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_nan_tensor_hook_raises_on_nan_loss(make_cfg, tmp_path, session):
+    with pytest.raises(tf.compat.v1.train.NanLossDuringTrainingError):
+        run(make_cfg(f"session={session}", "model.fn=user_models.nan_after_5", "+hook@hooks.nan=nan_tensor"), str(tmp_path))
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_nan_tensor_hook_can_stop_instead(make_cfg, tmp_path, session):
+    metrics = run(make_cfg(f"session={session}", "model.fn=user_models.nan_after_5", "+hook@hooks.nan=nan_tensor",
+                           "hooks.nan.fail_on_nan_loss=false"), str(tmp_path))
+    assert metrics["global_step"] == 6  # the NaN step ran, then the hook asked to stop
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_stop_at_step_and_final_ops_and_waiter(make_cfg, tmp_path, session, caplog):
+    caplog.set_level(logging.INFO, logger="trainer")
+    metrics = run(make_cfg(f"session={session}", "+hook@hooks.stop=stop_at_step", "hooks.stop.num_steps=7",
+                           "+hook@hooks.final=final_ops", "+hook@hooks.wait=global_step_waiter"), str(tmp_path))
+    assert metrics["global_step"] == 7
+    assert any("final ops" in r.getMessage() and "'global_step': 7" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_feed_fn_hook_feeds_by_name(make_cfg, tmp_path, session):
+    losses = tmp_path / "losses.jsonl"
+    run(make_cfg(f"session={session}", "model.fn=user_models.scaled_loss", "+hook@hooks.feed=feed_fn",
+                 "hooks.feed.fn=user_models.zero_scale", hook("rec", "user_hooks.LossRecorder", path=losses)), str(tmp_path))
+    assert {json.loads(line)["loss"] for line in losses.read_text().splitlines()} == {0.0}
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_extra_savers_and_listeners(make_cfg, tmp_path, session, caplog):
+    caplog.set_level(logging.INFO, logger="trainer")
+    run(make_cfg(f"session={session}", "+hook@hooks.summaries=summary_saver",
+                 "+hook@hooks.ckpt=checkpoint_saver", "hooks.ckpt.save_steps=5", "hooks.ckpt.checkpoint_basename=extra.ckpt",
+                 "+checkpoint.listeners.log={_target_: trainer.tf_hooks.LogCheckpointListener}"), str(tmp_path))
+    files = os.listdir(tmp_path / "checkpoints")
+    assert "extra.ckpt-15.index" in files
+    saved = [r.getMessage() for r in caplog.records if r.getMessage().startswith("saved checkpoint at step")]
+    assert saved == ["saved checkpoint at step 0", "saved checkpoint at step 10", "saved checkpoint at step 20"]
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_early_stopping_stops_before_max_steps(make_cfg, tmp_path, session):
+    metrics = run(make_cfg(f"session={session}", "eval.every_steps=2", "+hook@hooks.early=early_stopping",
+                           "hooks.early.patience=2", "hooks.early.min_delta=100"), str(tmp_path))
+    # Evaluations at 2 (the first is a best), 4 and 6 (no improvement of 100): stop at 6.
+    assert metrics["global_step"] == 6
+    assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")).endswith("-6")
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_best_checkpoint_export(make_cfg, tmp_path, session):
+    run(make_cfg(f"session={session}", "eval.every_steps=5", "+hook@hooks.best=best_checkpoint",
+                 "hooks.best.metric=loss", "hooks.best.mode=min"), str(tmp_path))
+    best_dir = tmp_path / "checkpoints" / "best"
+    best = json.loads((best_dir / "best.json").read_text())
+    rows = [json.loads(l) for l in (tmp_path / "metrics.jsonl").read_text().splitlines() if '"eval"' in l]
+    lowest = min(rows, key=lambda r: r["loss"])
+    assert best["step"] == lowest["step"] and best["value"] == pytest.approx(lowest["loss"])
+    assert tf.train.latest_checkpoint(str(best_dir)).endswith(f"-{lowest['step']}")
+
+
+def _weights(prefix):
+    reader = tf.train.load_checkpoint(prefix)
+    return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
+
+
+def test_warm_start_restores_mapped_variables_only(make_cfg, tmp_path):
+    run(make_cfg(), str(tmp_path / "a"))
+    source = _weights(tf.train.latest_checkpoint(str(tmp_path / "a" / "checkpoints")))
+    run(make_cfg("model.params.hidden_units=[16,8]", f"init_from.checkpoint={tmp_path / 'a' / 'checkpoints'}",
+                 "init_from.vars_to_warm_start=dense/.*", "train.max_steps=1"), str(tmp_path / "b"))
+    start = _weights(str(tmp_path / "b" / "checkpoints" / "model.ckpt-0"))
+    np.testing.assert_array_equal(start["dense/kernel"], source["dense/kernel"])
+    np.testing.assert_array_equal(start["dense/bias"], source["dense/bias"])
+    assert start["dense_1/kernel"].shape == (16, 8)  # a new layer: its own initial values
+    np.testing.assert_array_equal(start["dense_2/bias"], np.zeros(10))
+
+
+def test_warm_start_with_a_name_map(make_cfg, tmp_path):
+    run(make_cfg(), str(tmp_path / "a"))
+    source = _weights(tf.train.latest_checkpoint(str(tmp_path / "a" / "checkpoints")))
+    # dense_1 (16 -> 10) of the source becomes dense_2 of a deeper model.
+    run(make_cfg("model.params.hidden_units=[16,16]", f"init_from.checkpoint={tmp_path / 'a' / 'checkpoints'}",
+                 "init_from.vars_to_warm_start=dense/.*",
+                 "+init_from.var_name_map={dense_2/kernel: dense_1/kernel, dense_2/bias: dense_1/bias}",
+                 "train.max_steps=1"), str(tmp_path / "b"))
+    start = _weights(str(tmp_path / "b" / "checkpoints" / "model.ckpt-0"))
+    np.testing.assert_array_equal(start["dense_2/kernel"], source["dense_1/kernel"])
+
+
+def test_warm_start_mismatch_lists_every_problem(make_cfg, tmp_path):
+    run(make_cfg(), str(tmp_path / "a"))
+    with pytest.raises(ConfigError) as e:
+        run(make_cfg("model.params.hidden_units=[16,8]", f"init_from.checkpoint={tmp_path / 'a' / 'checkpoints'}"),
+            str(tmp_path / "b"))
+    message = str(e.value)
+    assert "other shapes" in message and "dense_1/kernel [16, 8] vs dense_1/kernel [16, 10]" in message
+    assert "not in the checkpoint ['dense_2/bias', 'dense_2/kernel']" in message
+    assert not (tmp_path / "b" / "checkpoints").exists()
+
+
+def test_scaffold_ops_from_config(make_cfg, tmp_path):
+    from trainer.graph import build_graph
+
+    cfg = make_cfg("scaffold.local_init_op=[accuracy/total/Assign]")
+    graph = build_graph(tf, cfg, "cpu")
+    assert [op.name for op in graph.scaffold.local_init_op.control_inputs] == ["accuracy/total/Assign"]
+    with pytest.raises(ConfigError, match="scaffold.ready_op: no tensor named 'nope'"):
+        build_graph(tf, make_cfg("scaffold.ready_op=nope"), "cpu")
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_custom_local_init_op_runs_under_both_backends(make_cfg, tmp_path, session):
+    # TensorFlow's default local_init_op initialises every local variable (the eval metrics' too);
+    # one that leaves some out fails the default ready_op, in both backends alike.
+    cfg = make_cfg(f"session={session}", "scaffold.local_init_op=[accuracy/total/Assign]")
+    with pytest.raises(RuntimeError, match="(?s)Init operations did not make model ready.*accuracy_1/total"):
+        run(cfg, str(tmp_path))
