@@ -32,3 +32,25 @@ class CheckpointError(TrainerError):
     """A checkpoint dir cannot be used (unreadable, another model, other shapes)."""
 
     exit_code = 3
+
+
+class NanLossError(TrainingError):
+    """The loss became NaN or Inf (``train.on_nan=stop``)."""
+
+
+class CheckpointLockedError(TrainerError):
+    """Another live run holds the checkpoint dir."""
+
+    exit_code = 4
+
+
+class Preempted(TrainerError):
+    """Stopped by SIGTERM or SIGINT after saving a checkpoint; the same command resumes."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class RecoveryLimitError(TrainingError):
+    """The session failed again after ``session.max_recoveries`` recoveries."""

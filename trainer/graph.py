@@ -24,6 +24,7 @@ class TrainGraph:
     graph: object
     global_step: object
     loss: object  # the training loss, also reachable by the name "loss"
+    loss_is_finite: object
     train_op: object
     train_input: Pipeline
     eval_input: Pipeline
@@ -54,14 +55,23 @@ def _as_spec(result, mode: str, path: str) -> EstimatorSpec:
     raise ConfigError(f"model.fn={path} returned {type(result).__name__} for mode {mode}; return trainer.estimator.EstimatorSpec")
 
 
-def make_train_op(tf, optimizer_cfg, loss, global_step, update_ops):
-    """``optimizer.minimize`` after the model's update ops (batch-norm statistics)."""
+def make_train_op(tf, optimizer_cfg, loss, global_step, update_ops, loss_is_finite):
+    """``optimizer.minimize`` after the model's update ops (batch-norm statistics), guarded:
+    a step whose loss is NaN or Inf only advances the global step, so bad values never
+    reach the weights (or a checkpoint)."""
+    tf1 = tf.compat.v1
     try:
         optimizer = hydra.utils.instantiate(optimizer_cfg)
     except Exception as e:
         raise ConfigError(f"optimizer._target_={optimizer_cfg._target_}: cannot build it ({e})") from None
     with tf.control_dependencies(update_ops):
-        return optimizer.minimize(loss, global_step=global_step)
+        grads_and_vars = optimizer.compute_gradients(loss)
+    return tf1.cond(
+        loss_is_finite,
+        lambda: optimizer.apply_gradients(grads_and_vars, global_step=global_step),
+        lambda: tf.group(tf1.assign_add(global_step, 1)),
+        name="train_op",
+    )
 
 
 def _add_train_accuracy(tf, spec, labels) -> None:
@@ -152,9 +162,16 @@ def build_graph(tf, cfg, device: str) -> TrainGraph:
             tf1.add_to_collection(NAMED_TENSOR_PREFIX + "loss", loss)
             _add_train_accuracy(tf, spec, train_input.labels)
             train_summaries = list(tf1.get_collection(tf1.GraphKeys.SUMMARIES))
+            loss_is_finite = tf.math.is_finite(loss, name="loss_is_finite")
             train_op = spec.train_op
             if train_op is None:
-                train_op = make_train_op(tf, cfg.optimizer, spec.loss, global_step, tf1.get_collection(tf1.GraphKeys.UPDATE_OPS))
+                train_op = make_train_op(tf, cfg.optimizer, spec.loss, global_step,
+                                         tf1.get_collection(tf1.GraphKeys.UPDATE_OPS), loss_is_finite)
+            elif getattr(cfg.train.on_nan, "value", cfg.train.on_nan) == "skip_step":
+                raise ConfigError(
+                    f"train.on_nan=skip_step: model.fn={cfg.model.fn} returns its own train_op, which the runner "
+                    "cannot guard; use train.on_nan=stop or return no train_op"
+                )
 
             variables = set(tf1.global_variables())
             with tf1.variable_scope(tf1.get_variable_scope(), reuse=True):
@@ -192,7 +209,7 @@ def build_graph(tf, cfg, device: str) -> TrainGraph:
         tf1.add_to_collection(tf1.GraphKeys.SAVERS, saver)
         scaffold = make_scaffold(tf, cfg, saver, summary_op, spec.scaffold)
     return TrainGraph(
-        graph=graph, global_step=global_step, loss=loss, train_op=train_op,
+        graph=graph, global_step=global_step, loss=loss, loss_is_finite=loss_is_finite, train_op=train_op,
         train_input=train_input, eval_input=eval_input, eval_metrics=eval_metrics,
         eval_update_op=eval_update_op, eval_reset_op=eval_reset_op, summary_op=summary_op,
         saver=saver, scaffold=scaffold, spec=spec,

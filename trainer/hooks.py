@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 from omegaconf import OmegaConf
 
-from trainer.errors import ConfigError
+from trainer.errors import ConfigError, NanLossError
 
 tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
@@ -69,6 +69,7 @@ class EvalHook(tf1.train.SessionRunHook):
 
     def __init__(self, graph, images, labels, every_steps: Optional[int], metrics: MetricsLog, summary_dir: Optional[str]):
         self.listeners: List = []  # objects with on_eval(session, step, values): early stopping, best export
+        self.skip_final = None  # a callable: true when the final evaluation should be skipped (preemption)
         self._graph = graph
         self._images, self._labels = images, labels
         self._every = every_steps or 0
@@ -92,6 +93,8 @@ class EvalHook(tf1.train.SessionRunHook):
             self.evaluate(run_context.session)
 
     def end(self, session):
+        if self.skip_final is not None and self.skip_final():
+            return
         if self._step is not None and self._step != self._last_eval_step:
             self.evaluate(session)
 
@@ -159,6 +162,39 @@ class MetricsHook(tf1.train.SessionRunHook):
         self._mark = (now, step)
         self._recorded_step = step
         self._metrics.record("train", step, {"loss": loss, "steps_per_sec": rate})
+
+
+class NanGuardHook(tf1.train.SessionRunHook):
+    """Acts on a NaN or Inf loss before any other hook sees the step (it runs first).
+
+    ``stop`` raises NanLossError naming the step, so no checkpoint of that step is
+    written and the latest one stays the last good state; ``skip_step`` logs the
+    skipped step (the runner's guarded train_op left the weights unchanged).
+    """
+
+    def __init__(self, loss_is_finite, global_step, on_nan: str, checkpoint_dir: str):
+        self._fetches = {"finite": loss_is_finite, "step": global_step}
+        self._on_nan = getattr(on_nan, "value", on_nan)
+        self._dir = checkpoint_dir
+        self.skipped = 0
+
+    def before_run(self, run_context):
+        return tf1.train.SessionRunArgs(self._fetches)
+
+    def after_run(self, run_context, run_values):
+        if run_values.results["finite"]:
+            return
+        step = int(run_values.results["step"]) + 1
+        if self._on_nan == "skip_step":
+            self.skipped += 1
+            log.warning("step %d: the loss is NaN or Inf; its update was skipped (%d skipped so far)", step, self.skipped)
+            return
+        latest = tf.train.latest_checkpoint(self._dir)
+        raise NanLossError(
+            f"train.on_nan=stop: the loss is NaN or Inf at step {step}; the latest checkpoint "
+            f"({os.path.basename(latest) if latest else 'none'}) holds the last good state and was not overwritten; "
+            "lower optimizer.learning_rate, or set train.on_nan=skip_step"
+        )
 
 
 class ProgressHook(tf1.train.SessionRunHook):

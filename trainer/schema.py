@@ -31,6 +31,11 @@ class DistributedKind(Enum):
     none = "none"
 
 
+class OnNan(Enum):
+    stop = "stop"  # fail naming the step; the latest checkpoint stays the last good one
+    skip_step = "skip_step"  # skip the update of that step (weights unchanged) and go on
+
+
 class ProgressKind(Enum):
     auto = "auto"  # a bar on a terminal, log lines otherwise
     bar = "bar"
@@ -90,6 +95,8 @@ class AdamConfig(OptimizerConfig):
 class SessionConfig:
     kind: SessionKind = MISSING
     stop_grace_period_secs: int = 120  # how long queue-runner threads get to stop at the end
+    max_recoveries: Optional[int] = 10  # session re-creations after session errors (monitored); null: no bound
+    recovery_wait_secs: float = 1.0  # pause before each recovery
 
 
 @dataclass
@@ -111,7 +118,8 @@ class TrainConfig:
     max_steps: int = 2000  # absolute global-step target: a resumed run stops at the same step
     batch_size: int = 100
     seed: Optional[int] = 0  # graph-level seed and shuffle seed; null: nondeterministic
-    deterministic: bool = False  # tf.config.experimental.enable_op_determinism() (slower)
+    deterministic: bool = False  # tf.config.experimental.enable_op_determinism(): bitwise-exact resumption
+    on_nan: OnNan = OnNan.stop  # what a NaN or Inf loss does
 
 
 @dataclass

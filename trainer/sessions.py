@@ -13,30 +13,69 @@ the chief); both backends run chief hooks first, as MonitoredTrainingSession doe
 """
 
 import logging
+import time
 from typing import List, Optional
 
 import tensorflow as tf
+
+from trainer.errors import RecoveryLimitError
 
 tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
 
 
 def open_session(kind: str, scaffold, hooks: List, chief_hooks: List, checkpoint_dir: Optional[str],
-                 config, is_chief: bool = True, master: str = "", stop_grace_period_secs: int = 120):
-    """A session context manager of ``session.kind``: ``plain`` or ``monitored``."""
+                 config, is_chief: bool = True, master: str = "", stop_grace_period_secs: int = 120,
+                 max_recoveries: Optional[int] = None, recovery_wait_secs: float = 0.0, global_step=None):
+    """A session context manager of ``session.kind``: ``plain`` or ``monitored``.
+
+    ``monitored`` is what ``MonitoredTrainingSession`` builds (a Chief or Worker session
+    creator from the Scaffold inside a MonitoredSession), with the runner's own checkpoint,
+    summary and step-counter hooks in place of its defaults, and a creator that bounds the
+    recoveries of ``_RecoverableSession`` (it retries session errors forever otherwise).
+    """
     if kind == "monitored":
-        # The runner builds checkpoint, summary and step-counter hooks itself (identically for
-        # both backends), so MonitoredTrainingSession's own are switched off here.
-        return tf1.train.MonitoredTrainingSession(
-            master=master, is_chief=is_chief, checkpoint_dir=checkpoint_dir, scaffold=scaffold,
-            hooks=hooks, chief_only_hooks=chief_hooks, save_checkpoint_secs=None, save_checkpoint_steps=None,
-            save_summaries_steps=None, save_summaries_secs=None, log_step_count_steps=None,
-            config=config, stop_grace_period_secs=stop_grace_period_secs,
-        )
+        if is_chief:
+            creator = tf1.train.ChiefSessionCreator(scaffold=scaffold, master=master, config=config,
+                                                    checkpoint_dir=checkpoint_dir)
+        else:
+            creator = tf1.train.WorkerSessionCreator(scaffold=scaffold, master=master, config=config)
+        creator = BoundedRecoveryCreator(creator, max_recoveries, recovery_wait_secs, global_step)
+        all_hooks = (list(chief_hooks) if is_chief else []) + list(hooks)
+        return tf1.train.MonitoredSession(session_creator=creator, hooks=all_hooks,
+                                          stop_grace_period_secs=stop_grace_period_secs)
     if kind == "plain":
         ordered = (list(chief_hooks) if is_chief else []) + list(hooks)
         return PlainSession(scaffold, ordered, checkpoint_dir, config, master, stop_grace_period_secs)
     raise NotImplementedError(f"session.kind={kind!r}; use plain or monitored")
+
+
+class BoundedRecoveryCreator(tf1.train.SessionCreator):
+    """Wraps a session creator: each creation after the first is a recovery, logged with its step,
+    made after ``wait_secs``, and refused past ``max_recoveries`` (None: no bound)."""
+
+    def __init__(self, inner, max_recoveries: Optional[int], wait_secs: float, global_step=None):
+        self._inner, self._max, self._wait = inner, max_recoveries, wait_secs
+        self._global_step = global_step
+        self.recoveries = 0
+        self._created = False
+
+    def create_session(self):
+        if self._created:
+            self.recoveries += 1
+            if self._max is not None and self.recoveries > self._max:
+                raise RecoveryLimitError(
+                    f"session.max_recoveries={self._max}: the session failed again after {self._max} recoveries; "
+                    "see the log for the errors, or raise session.max_recoveries"
+                )
+            log.warning("recovering the session (%d%s) after an error; waiting %.1fs",
+                        self.recoveries, f"/{self._max}" if self._max is not None else "", self._wait)
+            time.sleep(self._wait)
+        session = self._inner.create_session()
+        self._created = True
+        if self.recoveries and self._global_step is not None:
+            log.warning("recovered: training continues from step %d", session.run(self._global_step))
+        return session
 
 
 def _merge_run_options(options, incoming):

@@ -9,12 +9,14 @@ import copy
 import json
 import logging
 import os
+import signal
 import time
 from typing import Dict
 
 from omegaconf import OmegaConf
 
-from trainer.errors import ConfigError
+
+from trainer.errors import ConfigError, NanLossError, Preempted, RecoveryLimitError, TrainingError
 from trainer.tfenv import import_tensorflow, resolve_device, session_config, set_determinism
 from trainer.validate import validate
 
@@ -70,12 +72,9 @@ def run(cfg, output_dir: str) -> Dict:
     tf = import_tensorflow(cfg.log.tf_verbose)
 
     # Imported after TensorFlow is (quietly) imported.
-    from trainer.checkpoints import check_compatible, checkpoint_step, latest_checkpoint
+    from trainer import checkpoints
     from trainer.data import load_arrays
     from trainer.graph import build_graph
-    from trainer.hooks import EvalHook, InputInitHook, MetricsHook, MetricsLog, make_config_hooks
-    from trainer.sessions import open_session
-    from trainer.tf_hooks import make_listeners
 
     set_determinism(tf, cfg.train.deterministic)
     device = resolve_device(tf, cfg.device)
@@ -89,23 +88,67 @@ def run(cfg, output_dir: str) -> Dict:
         raise ConfigError("data.test_examples: the test split is empty; evaluation needs at least one example")
 
     ckpt_dir = os.path.abspath(os.path.expanduser(cfg.checkpoint.dir))
-    latest = latest_checkpoint(ckpt_dir) if os.path.isdir(ckpt_dir) else None
-    start_step = checkpoint_step(latest) if latest else 0
-    previous = _read_metrics(output_dir)
-    if start_step >= cfg.train.max_steps and previous.get("global_step") == start_step:
-        log.info("checkpoint.dir %s is already at step %d (train.max_steps=%d): nothing to do; metrics in %s",
-                 ckpt_dir, start_step, cfg.train.max_steps, os.path.join(output_dir, "metrics.json"))
-        return previous
+    if os.path.exists(ckpt_dir) and not os.path.isdir(ckpt_dir):
+        raise ConfigError(f"checkpoint.dir={ckpt_dir} is a file; give a directory")
     graph = build_graph(tf, cfg, device)
-    if latest:
-        check_compatible(latest, graph.graph, ckpt_dir)
+    graph_config = _graph_config(cfg)
+    from trainer.hooks import make_config_hooks
+    from trainer.tf_hooks import make_listeners
 
+    with graph.graph.as_default():  # config hooks name tensors: a wrong name fails here, before any write
+        listeners = make_listeners(cfg.checkpoint.listeners)
+        config_hooks = make_config_hooks(cfg.hooks)
+    os.makedirs(ckpt_dir, exist_ok=True)
+    with checkpoints.DirLock(ckpt_dir):
+        checkpoints.clean_leftovers(ckpt_dir)
+        intact = checkpoints.find_intact(ckpt_dir)
+        start_step = checkpoints.checkpoint_step(intact.path) if intact else 0
+        if intact:
+            checkpoints.check_compatible(intact.path, graph.graph, ckpt_dir, cfg.model.name, graph_config)
+        previous = _read_metrics(output_dir)
+        if intact and start_step >= cfg.train.max_steps and previous.get("status") == "finished" \
+                and previous.get("global_step") == start_step:
+            log.info("checkpoint.dir %s is already at step %d (train.max_steps=%d): nothing to do; metrics in %s",
+                     ckpt_dir, start_step, cfg.train.max_steps, os.path.join(output_dir, "metrics.json"))
+            return previous
+        if intact:
+            checkpoints.repair_state(ckpt_dir, intact)
+        checkpoints.write_manifest(ckpt_dir, graph.graph, cfg.model.name, graph_config)
+        os.makedirs(output_dir, exist_ok=True)
+        log.info("run dir %s", output_dir)
+        result = _train(tf, cfg, graph, arrays, device, ckpt_dir, output_dir, start_step, listeners, config_hooks)
+    result["wall_secs"] = round(time.time() - started, 3)
+    _write_json(os.path.join(output_dir, "metrics.json"), result)
+    if result["status"] == "preempted":
+        raise Preempted(result["message"], result.pop("exit_code"))
+    loss = "n/a" if result["loss"] is None else f"{result['loss']:.4f}"
+    log.info("done at step %d: loss %s, %s; metrics in %s", result["global_step"], loss,
+             " ".join(f"{k} {v:.4f}" for k, v in sorted(result.items()) if k.startswith("eval_")),
+             os.path.join(output_dir, "metrics.json"))
+    return result
+
+
+def _graph_config(cfg) -> Dict:
+    """The config that shapes the graph's variables: what a resumed run must not change."""
+    return {
+        "model.fn": cfg.model.fn,
+        "model.params": OmegaConf.to_container(cfg.model.params, resolve=True),
+        "optimizer._target_": cfg.optimizer._target_,
+    }
+
+
+def _train(tf, cfg, graph, arrays, device, ckpt_dir, output_dir, start_step, listeners, config_hooks) -> Dict:
+    """The training loop over either backend; returns the metrics (or the preemption record)."""
+    from trainer.hooks import EvalHook, InputInitHook, MetricsHook, MetricsLog, NanGuardHook
+    from trainer.preemption import PreemptionHandler, PreemptionHook
+    from trainer.sessions import open_session
+
+    tf1 = tf.compat.v1
     session_kind = _kind(cfg.session.kind)
     config = session_config(tf, cfg.device, device)
-    tf1 = tf.compat.v1
-    os.makedirs(output_dir, exist_ok=True)
     metrics = MetricsLog(os.path.join(output_dir, "metrics.jsonl"))
-    log.info("run dir %s", output_dir)
+    preemption = PreemptionHandler()
+    train_secs = 0.0
 
     if start_step >= cfg.train.max_steps:
         # Running a step would move a finished run past its target: evaluate only, write nothing to ckpt_dir.
@@ -114,22 +157,23 @@ def run(cfg, output_dir: str) -> Dict:
         eval_hook = EvalHook(graph, arrays.test_x, arrays.test_y, None, metrics, summary_dir=None)
         with graph.graph.as_default(), open_session("plain", graph.scaffold, [eval_hook], [], ckpt_dir, config):
             pass
-        train_secs = 0.0
     else:
-        log.info("checkpoint.dir %s: %s", ckpt_dir, f"resuming from step {start_step}" if latest else "new run")
+        log.info("checkpoint.dir %s: %s", ckpt_dir, f"resuming from step {start_step}" if start_step else "new run")
         every_steps, every_secs = cfg.checkpoint.every_steps, cfg.checkpoint.every_secs
         if not every_steps and not every_secs:
             every_steps = cfg.train.max_steps  # only the first and the final save
         hooks = [
             InputInitHook(graph.train_input, graph.global_step, arrays.train_x, arrays.train_y),
             tf1.train.StopAtStepHook(last_step=cfg.train.max_steps),
+            PreemptionHook(preemption),
         ]
         eval_hook = EvalHook(graph, arrays.test_x, arrays.test_y, cfg.eval.every_steps, metrics,
                              summary_dir=os.path.join(ckpt_dir, "eval"))
-        with graph.graph.as_default():
-            listeners = make_listeners(cfg.checkpoint.listeners)
-            config_all, config_chief = make_config_hooks(cfg.hooks)
+        eval_hook.skip_final = lambda: preemption.signum is not None
+        config_all, config_chief = config_hooks
         chief_hooks = [
+            # First: a NaN step is refused before any other hook (the checkpoint saver) sees it.
+            NanGuardHook(graph.loss_is_finite, graph.global_step, cfg.train.on_nan, ckpt_dir),
             tf1.train.CheckpointSaverHook(ckpt_dir, save_secs=every_secs or None, save_steps=every_steps or None,
                                           saver=graph.saver, listeners=listeners),
             MetricsHook(graph.loss, graph.global_step, cfg.log.every_steps, metrics),
@@ -145,37 +189,68 @@ def run(cfg, output_dir: str) -> Dict:
         log.info("hooks (chief): %s", ", ".join(type(h).__name__ for h in chief_hooks))
         log.info("hooks (all): %s", ", ".join(type(h).__name__ for h in hooks))
 
-        with graph.graph.as_default():
+        with preemption, graph.graph.as_default():
             with open_session(session_kind, graph.scaffold, hooks, chief_hooks, ckpt_dir, config,
-                              stop_grace_period_secs=cfg.session.stop_grace_period_secs) as sess:
+                              stop_grace_period_secs=cfg.session.stop_grace_period_secs,
+                              max_recoveries=cfg.session.max_recoveries,
+                              recovery_wait_secs=cfg.session.recovery_wait_secs,
+                              global_step=graph.global_step) as sess:
                 loop_started = time.time()
-                while not sess.should_stop():
-                    sess.run(graph.train_op)
+                try:
+                    while not sess.should_stop():
+                        sess.run(graph.train_op)
+                except tf.errors.OutOfRangeError as e:
+                    # MonitoredSession would read this as the end of the input and exit cleanly; the
+                    # training input repeats for ever, so it is a failure here.
+                    _save_on_error(sess, graph, ckpt_dir)
+                    raise TrainingError(f"unexpected end of input or a truncated file during training: {e.message}") from e
+                except (NanLossError, RecoveryLimitError):
+                    raise
+                except Exception:
+                    _save_on_error(sess, graph, ckpt_dir)
+                    raise
                 train_secs = time.time() - loop_started
 
     final_step = max(metrics.train.get("step", start_step), metrics.eval.get("step", start_step))
-    objective = cfg.eval.objective
-    if objective not in metrics.eval:
-        raise ConfigError(f"eval.objective={objective}: the model has no such eval metric; use one of {sorted(k for k in metrics.eval if k not in ('kind', 'step', 'time'))}")
-    result = {
-        "status": "finished",
+    base = {
         "global_step": int(final_step),
         "start_step": int(start_step),
         "loss": metrics.train.get("loss"),
         "steps_per_sec": (final_step - start_step) / train_secs if train_secs > 0 else None,
-        "wall_secs": round(time.time() - started, 3),
         "session": session_kind,
         "model": cfg.model.name,
         "data": cfg.data.name,
         "device": device,
         "checkpoint_dir": ckpt_dir,
-        "objective": objective,
-        "objective_value": metrics.eval[objective],
     }
+    if preemption.signum is not None:
+        latest = tf.train.latest_checkpoint(ckpt_dir)
+        message = (f"stopped by {signal.Signals(preemption.signum).name} at step {final_step}; checkpoint saved: "
+                   f"{latest}; run the same command to resume")
+        log.warning(message)
+        return dict(base, status="preempted", message=message, exit_code=preemption.exit_code)
+    objective = cfg.eval.objective
+    if objective not in metrics.eval:
+        known = sorted(k for k in metrics.eval if k not in ("kind", "step", "time"))
+        raise ConfigError(f"eval.objective={objective}: the model has no such eval metric; use one of {known}")
+    result = dict(base, status="finished", objective=objective, objective_value=metrics.eval[objective])
     result.update({f"eval_{k}": v for k, v in metrics.eval.items() if k not in ("kind", "step", "time")})
-    _write_json(os.path.join(output_dir, "metrics.json"), result)
-    loss = "n/a" if result["loss"] is None else f"{result['loss']:.4f}"
-    log.info("done at step %d: loss %s, %s; metrics in %s", final_step, loss,
-             " ".join(f"{k} {v:.4f}" for k, v in sorted(result.items()) if k.startswith("eval_")),
-             os.path.join(output_dir, "metrics.json"))
     return result
+
+
+def _save_on_error(sess, graph, ckpt_dir) -> None:
+    """After an error in the loop, save the session's state if it can still be read (hooks' end()
+    does not run on an exception, so no other save happens)."""
+
+    def save(raw_session):
+        path = graph.saver.save(raw_session, os.path.join(ckpt_dir, "model.ckpt"), global_step=graph.global_step)
+        log.warning("saved the last state before the error: %s", path)
+
+    try:
+        if hasattr(sess, "raw_session"):
+            save(sess.raw_session)
+        else:
+            sess.run_step_fn(lambda step_context: save(step_context.session))
+    except Exception as e:
+        log.warning("could not save a checkpoint after the error (%s: %s)", type(e).__name__,
+                    (str(e).splitlines() or [""])[0])
