@@ -48,3 +48,49 @@ class CountingHook(tf1.train.SessionRunHook):
         self.calls["end"] += 1
         with open(self.path, "w") as f:
             json.dump(self.calls, f)
+
+
+class FailAt(tf1.train.SessionRunHook):
+    """Raises a RuntimeError after the step that reaches ``step``."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def begin(self):
+        self._global_step = tf1.train.get_global_step()
+
+    def before_run(self, run_context):
+        return tf1.train.SessionRunArgs(self._global_step)
+
+    def after_run(self, run_context, run_values):
+        if run_values.results + 1 >= self.step:
+            raise RuntimeError(f"planted failure at step {self.step}")
+
+
+class AbortFrom(tf1.train.SessionRunHook):
+    """Raises AbortedError (a session error MonitoredSession recovers from) from ``step`` on."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def begin(self):
+        self._global_step = tf1.train.get_global_step()
+
+    def before_run(self, run_context):
+        return tf1.train.SessionRunArgs(self._global_step)
+
+    def after_run(self, run_context, run_values):
+        if run_values.results + 1 >= self.step:
+            raise tf.errors.AbortedError(None, None, "planted session error")
+
+
+class SlowSteps(tf1.train.SessionRunHook):
+    """Sleeps after every step, so that a test can signal a run in the middle of it."""
+
+    def __init__(self, secs: float):
+        self.secs = secs
+
+    def after_run(self, run_context, run_values):
+        import time
+
+        time.sleep(self.secs)

@@ -117,9 +117,8 @@ def repair_state(checkpoint_dir: str, intact: Intact) -> None:
     if intact.state_ok:
         return
     names = [os.path.basename(p) for p in intact.older + [intact.path]]
-    tf.compat.v1.train.update_checkpoint_state(
-        checkpoint_dir, names[-1], all_model_checkpoint_paths=names, save_relative_paths=True
-    )
+    # Bare file names are written as given: relative to the dir, as the runner's Saver writes them.
+    tf.compat.v1.train.update_checkpoint_state(checkpoint_dir, names[-1], all_model_checkpoint_paths=names)
 
 
 def checkpoint_step(path: str) -> int:

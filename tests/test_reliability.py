@@ -1,0 +1,265 @@
+"""No progress lost and no checkpoint dir damaged: NaN, signals, errors, damaged files, locks, kills."""
+
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from trainer.errors import CheckpointError, CheckpointLockedError, NanLossError, RecoveryLimitError
+from trainer.train import run
+
+BACKENDS = ["plain", "monitored"]
+TRAIN = shutil.which("train")
+SMALL = ["data=synthetic", "data.train_examples=512", "data.test_examples=64", "model=mlp",
+         "model.params.hidden_units=[16]", "model.params.dropout_rate=0.3", "train.batch_size=32",
+         "log.progress=off", "eval.every_steps=0"]
+
+
+def latest_step(ckpt_dir):
+    path = tf.train.latest_checkpoint(str(ckpt_dir))
+    return int(tf.train.load_variable(path, "global_step")) if path else None
+
+
+def weights(prefix):
+    reader = tf.train.load_checkpoint(str(prefix))
+    return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
+
+
+def files(path):
+    return {p: open(os.path.join(path, p), "rb").read() for p in sorted(os.listdir(path))
+            if os.path.isfile(os.path.join(path, p))}
+
+
+# --- NaN -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_nan_stops_naming_the_step_and_keeps_the_last_good_checkpoint(make_cfg, tmp_path, session):
+    # The NaN step (6) is also a save step: its checkpoint must not be written.
+    cfg = make_cfg(f"session={session}", "model.fn=user_models.nan_after_5", "checkpoint.every_steps=6")
+    with pytest.raises(NanLossError, match="at step 6.*model.ckpt-0"):
+        run(cfg, str(tmp_path))
+    ckpt = tmp_path / "checkpoints"
+    assert latest_step(ckpt) == 0 and not (ckpt / "model.ckpt-6.index").exists()
+    assert all(np.isfinite(v).all() for v in weights(tf.train.latest_checkpoint(str(ckpt))).values())
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_nan_skip_step_leaves_the_weights_unchanged(make_cfg, tmp_path, session):
+    metrics = run(make_cfg(f"session={session}", "model.fn=user_models.nan_after_5", "train.on_nan=skip_step",
+                           "checkpoint.every_steps=5"), str(tmp_path))
+    assert metrics["global_step"] == 20
+    ckpt = tmp_path / "checkpoints"
+    at_5, at_20 = weights(ckpt / "model.ckpt-5"), weights(ckpt / "model.ckpt-20")
+    for name in at_5:
+        if name != "global_step":
+            np.testing.assert_array_equal(at_5[name], at_20[name], err_msg=name)
+
+
+# --- errors, recovery -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_an_error_in_the_loop_saves_the_last_state(make_cfg, tmp_path, session, caplog):
+    caplog.set_level(logging.INFO, logger="trainer")
+    with pytest.raises(RuntimeError, match="planted failure"):
+        run(make_cfg(f"session={session}", "+hooks.fail={_target_: user_hooks.FailAt, step: 7}"), str(tmp_path))
+    assert latest_step(tmp_path / "checkpoints") == 7
+    assert any("saved the last state before the error" in r.getMessage() for r in caplog.records)
+
+
+def test_recoveries_are_bounded_and_logged(make_cfg, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="trainer")
+    with pytest.raises(RecoveryLimitError, match="session.max_recoveries=2"):
+        run(make_cfg("session=monitored", "session.max_recoveries=2", "session.recovery_wait_secs=0",
+                     "+hooks.abort={_target_: user_hooks.AbortFrom, step: 12}"), str(tmp_path))
+    recoveries = [r.getMessage() for r in caplog.records if r.getMessage().startswith("recovering the session")]
+    assert len(recoveries) == 2
+    assert any("training continues from step 10" in r.getMessage() for r in caplog.records)
+
+
+# --- damaged checkpoint dirs ----------------------------------------------------------------
+
+
+def test_truncated_latest_checkpoint_falls_back_to_the_previous(make_cfg, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="trainer")
+    run(make_cfg(), str(tmp_path))  # checkpoints at 0, 10, 20
+    data = tmp_path / "checkpoints" / "model.ckpt-20.data-00000-of-00001"
+    data.write_bytes(data.read_bytes()[:100])
+    metrics = run(make_cfg("train.max_steps=30"), str(tmp_path))
+    assert (metrics["start_step"], metrics["global_step"]) == (10, 30)
+    assert any("model.ckpt-20" in r.getMessage() and "damaged" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "deleted"])
+def test_a_broken_state_file_is_rebuilt_not_restarted_from_zero(make_cfg, tmp_path, damage):
+    run(make_cfg(), str(tmp_path))
+    state = tmp_path / "checkpoints" / "checkpoint"
+    if damage == "garbage":
+        state.write_text("this is not a checkpoint state {{{")
+    else:
+        state.unlink()
+    metrics = run(make_cfg("train.max_steps=30"), str(tmp_path))
+    assert metrics["start_step"] == 20
+
+
+def test_missing_index_of_the_latest_falls_back(make_cfg, tmp_path):
+    run(make_cfg(), str(tmp_path))
+    (tmp_path / "checkpoints" / "model.ckpt-20.index").unlink()
+    assert run(make_cfg("train.max_steps=30"), str(tmp_path))["start_step"] == 10
+
+
+def test_no_intact_checkpoint_is_refused_untouched(make_cfg, tmp_path):
+    run(make_cfg("checkpoint.keep=1"), str(tmp_path))
+    ckpt = tmp_path / "checkpoints"
+    for p in ckpt.glob("model.ckpt-*.data-*"):
+        p.write_bytes(p.read_bytes()[:50])
+    before = files(ckpt)
+    with pytest.raises(CheckpointError, match="no intact checkpoint"):
+        run(make_cfg("train.max_steps=30"), str(tmp_path))
+    assert files(ckpt) == before
+
+
+def test_leftover_temp_dirs_are_cleaned(make_cfg, tmp_path):
+    run(make_cfg(), str(tmp_path))
+    leftover = tmp_path / "checkpoints" / "model.ckpt-30_temp"
+    leftover.mkdir()
+    (leftover / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"x")
+    run(make_cfg("train.max_steps=25"), str(tmp_path))
+    assert not leftover.exists()
+
+
+def test_checkpoint_dir_moved_elsewhere_still_resumes(make_cfg, tmp_path):
+    run(make_cfg(), str(tmp_path / "a"))
+    shutil.move(str(tmp_path / "a" / "checkpoints"), str(tmp_path / "moved"))
+    metrics = run(make_cfg("train.max_steps=30", f"checkpoint.dir={tmp_path / 'moved'}"), str(tmp_path / "b"))
+    assert metrics["start_step"] == 20
+
+
+def test_another_model_name_is_refused(make_cfg, tmp_path):
+    run(make_cfg(), str(tmp_path / "a"))
+    ckpt = tmp_path / "a" / "checkpoints"
+    before = files(ckpt)
+    with pytest.raises(CheckpointError, match="belongs to model=mlp, not model=linear.*init_from.checkpoint"):
+        run(make_cfg("model=linear", "train.max_steps=30", f"checkpoint.dir={ckpt}"), str(tmp_path / "b"))
+    assert files(ckpt) == before
+
+
+def test_learning_rate_change_is_allowed_and_logged(make_cfg, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="trainer")
+    run(make_cfg(), str(tmp_path))
+    metrics = run(make_cfg("train.max_steps=30", "optimizer.learning_rate=0.0005", "model.params.dropout_rate=0.1"),
+                  str(tmp_path))
+    assert metrics["start_step"] == 20
+    assert any("graph config changed since the checkpoint: model.params" in r.getMessage() for r in caplog.records)
+
+
+# --- one writer ------------------------------------------------------------------------------
+
+
+def test_a_live_lock_refuses_a_second_run(make_cfg, tmp_path):
+    ckpt = tmp_path / "checkpoints"
+    ckpt.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (ckpt / "train.lock").write_text(json.dumps({"pid": holder.pid, "host": socket.gethostname(), "started": "now"}))
+        with pytest.raises(CheckpointLockedError, match=f"in use by pid {holder.pid}"):
+            run(make_cfg(), str(tmp_path))
+        assert not (ckpt / "model.ckpt-0.index").exists()
+    finally:
+        holder.kill()
+
+
+def test_a_stale_lock_is_taken_over(make_cfg, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="trainer")
+    ckpt = tmp_path / "checkpoints"
+    ckpt.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (ckpt / "train.lock").write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "started": "then"}))
+    assert run(make_cfg(), str(tmp_path))["global_step"] == 20
+    assert any("stale lock" in r.getMessage() for r in caplog.records)
+    assert not (ckpt / "train.lock").exists()
+
+
+# --- signals and kills: the real command ---------------------------------------------------------
+
+
+def _wait_for_step(run_dir, step, proc, timeout=120):
+    deadline = time.time() + timeout
+    path = os.path.join(run_dir, "metrics.jsonl")
+    while time.time() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        if os.path.exists(path):
+            rows = [json.loads(l) for l in open(path).read().splitlines() if l.strip()]
+            if rows and rows[-1]["step"] >= step:
+                return rows[-1]["step"]
+        time.sleep(0.05)
+    raise AssertionError(f"step {step} not reached")
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_sigterm_saves_and_exits_143(tmp_path, session):
+    args = [TRAIN, *SMALL, f"session={session}", "train.max_steps=100000", "log.every_steps=1",
+            "+hooks.slow={_target_: user_hooks.SlowSteps, secs: 0.02}", f"hydra.run.dir={tmp_path}"]
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(__file__))
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    _wait_for_step(tmp_path, 15, proc)
+    sent = time.time()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert time.time() - sent < 30
+    assert proc.returncode == 143, err
+    assert "stopped by SIGTERM" in err and "run the same command to resume" in err
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["status"] == "preempted"
+    assert latest_step(tmp_path / "checkpoints") == metrics["global_step"] >= 15
+
+
+def test_second_ctrl_c_exits_at_once(tmp_path):
+    args = [TRAIN, *SMALL, "train.max_steps=100000", "log.every_steps=1", f"hydra.run.dir={tmp_path}",
+            "+hooks.slow={_target_: user_hooks.SlowSteps, secs: 2}"]
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(__file__))
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    _wait_for_step(tmp_path, 1, proc)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    sent = time.time()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and time.time() - sent < 1.5, err
+    assert "interrupted again" in err
+
+
+def test_kill_9_at_three_steps_resumes_bitwise_equal(tmp_path):
+    common = [TRAIN, *SMALL, "train.max_steps=60", "train.deterministic=true", "checkpoint.every_steps=5",
+              "log.every_steps=1", "optimizer=momentum"]
+    straight = subprocess.run(common + [f"hydra.run.dir={tmp_path / 'straight'}"], cwd=tmp_path, capture_output=True, text=True)
+    assert straight.returncode == 0, straight.stderr
+    killed = tmp_path / "killed"
+    for kill_at in (8, 27, 43):
+        proc = subprocess.Popen(common + [f"hydra.run.dir={killed}", "+hooks.slow={_target_: user_hooks.SlowSteps, secs: 0.05}"],
+                                cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=dict(os.environ, PYTHONPATH=os.path.dirname(__file__)))
+        _wait_for_step(killed, kill_at, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        (killed / "metrics.jsonl").unlink()  # the next run's progress is watched afresh
+    final = subprocess.run(common + [f"hydra.run.dir={killed}"], cwd=tmp_path, capture_output=True, text=True)
+    assert final.returncode == 0, final.stderr
+    metrics = json.loads((killed / "metrics.json").read_text())
+    assert metrics["global_step"] == 60 and 40 <= metrics["start_step"] < 60
+    a = weights(tf.train.latest_checkpoint(str(tmp_path / "straight" / "checkpoints")))
+    b = weights(tf.train.latest_checkpoint(str(killed / "checkpoints")))
+    assert a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
