@@ -91,13 +91,24 @@ def test_unreadable_checkpoint_exit_3_and_untouched(tmp_path):
     ckpt = tmp_path / "ckpt"
     ok = train(tmp_path, *SMALL, "train.max_steps=5", f"checkpoint.dir={ckpt}")
     assert ok.returncode == 0, ok.stderr
-    index = ckpt / "model.ckpt-5.index"
-    index.write_bytes(index.read_bytes()[:20])
+    for index in ckpt.glob("model.ckpt-*.index"):
+        index.write_bytes(index.read_bytes()[:20])
     before = {p.name: p.read_bytes() for p in ckpt.iterdir() if p.is_file()}
     proc = train(tmp_path, *SMALL, "train.max_steps=10", f"checkpoint.dir={ckpt}")
     assert proc.returncode == 3
-    assert "model.ckpt-5" in error_line(proc)
+    assert "no intact checkpoint" in error_line(proc) and "model.ckpt-5" in error_line(proc)
     assert {p.name: p.read_bytes() for p in ckpt.iterdir() if p.is_file()} == before
+
+
+def test_locked_dir_exit_4(tmp_path):
+    import socket
+
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "train.lock").write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": "now"}))
+    proc = train(tmp_path, *SMALL, "train.max_steps=5", f"checkpoint.dir={ckpt}")
+    assert proc.returncode == 4
+    assert f"in use by pid {os.getpid()}" in error_line(proc)
 
 
 def test_full_error_shows_traceback(tmp_path):

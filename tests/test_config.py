@@ -69,6 +69,14 @@ BAD_VALUES = [
     (["data.train_examples=0"], "data.train_examples=0"),
     (["device.intra_op_threads=-1"], "device.intra_op_threads=-1"),
     (["data.feature_key="], "data.feature_key"),
+    (["session.max_recoveries=-1"], "session.max_recoveries=-1"),
+    (["session.recovery_wait_secs=-2"], "session.recovery_wait_secs=-2"),
+    (["checkpoint.keep_every_n_hours=0"], "checkpoint.keep_every_n_hours=0"),
+    (["data.path=/no/such/mnist.npz"], "data.path=/no/such/mnist.npz: no such file"),
+    (["init_from.checkpoint=/no/such/ckpt"], "init_from.checkpoint=/no/such/ckpt"),
+    (["data.shuffle_buffer=0"], "data.shuffle_buffer=0"),
+    (["data.test_examples=-3"], "data.test_examples=-3"),
+    (["summary.every_steps=-5"], "summary.every_steps=-5"),
 ]
 
 

@@ -200,10 +200,15 @@ def load_mnist(path: Optional[str], allow_download: bool, download_dir: str) -> 
     return load_npz(cached)
 
 
+DEBIAN_FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
+
+
 def load_fashion_mnist(path: Optional[str], allow_download: bool, download_dir: str) -> Arrays:
-    """IDX files in ``data.path`` (Debian's dataset-fashion-mnist by default), else downloaded ones."""
-    if path and os.path.exists(os.path.expanduser(path)):
+    """IDX files in ``data.path``, else Debian's dataset-fashion-mnist, else downloaded ones."""
+    if path:
         return load_path(path)
+    if os.path.isdir(DEBIAN_FASHION_MNIST):
+        return load_idx_dir(DEBIAN_FASHION_MNIST)
     cache = os.path.join(os.path.expanduser(download_dir), "fashion-mnist")
     if all(os.path.isfile(os.path.join(cache, name)) for name in FASHION_FILES_MD5):
         return load_idx_dir(cache)
@@ -211,9 +216,8 @@ def load_fashion_mnist(path: Optional[str], allow_download: bool, download_dir: 
         "install Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist), "
         "or set data.path to a folder with the four Fashion-MNIST IDX files"
     )
-    where = f"{path} does not exist and " if path else ""
     if not allow_download:
-        raise DataError(f"data=fashion_mnist: {where}no files in {cache} and data.download=false; {hint}")
+        raise DataError(f"data=fashion_mnist: no files in {DEBIAN_FASHION_MNIST} or {cache}, and data.download=false; {hint}")
     try:
         for name, md5 in FASHION_FILES_MD5.items():
             dest = os.path.join(cache, name)
@@ -221,7 +225,7 @@ def load_fashion_mnist(path: Optional[str], allow_download: bool, download_dir: 
                 log.info("Downloading %s to %s", name, dest)
                 download(KERAS_BASE_URL + "fashion-mnist/" + name, dest, md5, algorithm="md5")
     except DataError as e:
-        raise DataError(f"data=fashion_mnist: {where}{e}; {hint}") from None
+        raise DataError(f"data=fashion_mnist: {e}; {hint}") from None
     return load_idx_dir(cache)
 
 

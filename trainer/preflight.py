@@ -6,6 +6,7 @@ overrides here first turns each into one line naming the key and the fix, with
 exit status 2, before any output dir or TensorFlow work exists.
 """
 
+import os
 import sys
 from typing import List
 
@@ -45,8 +46,8 @@ def one_line(exc: BaseException) -> str:
 
 def preflight(argv: List[str], config_module: str) -> None:
     """Compose and validate the overrides of a single run; exit 2 with one line if they are wrong."""
-    if any(a.split("=", 1)[0] in _HYDRA_FLAGS for a in argv):
-        return
+    if any(a.split("=", 1)[0] in _HYDRA_FLAGS for a in argv) or os.environ.get("HYDRA_FULL_ERROR") == "1":
+        return  # Hydra's own handling (and, with HYDRA_FULL_ERROR=1, its tracebacks)
     overrides = [a for a in argv if not a.lstrip("+~").startswith(("hydra.", "hydra/"))]
     from hydra import compose, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra

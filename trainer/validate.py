@@ -5,6 +5,8 @@ what is left here are ranges and combinations. Every error names the key, the
 bad value and the fix, in one line.
 """
 
+import os
+
 from trainer.errors import ConfigError
 
 
@@ -42,6 +44,16 @@ def validate(cfg) -> None:
     _positive("device.intra_op_threads", cfg.device.intra_op_threads, allow_zero=True)
     _positive("device.inter_op_threads", cfg.device.inter_op_threads, allow_zero=True)
     _positive("session.stop_grace_period_secs", cfg.session.stop_grace_period_secs, allow_zero=True)
+    _positive("session.max_recoveries", cfg.session.max_recoveries, allow_none=True, allow_zero=True)
+    _positive("session.recovery_wait_secs", cfg.session.recovery_wait_secs, allow_zero=True)
+    _positive("checkpoint.keep_every_n_hours", cfg.checkpoint.keep_every_n_hours)
+    if cfg.data.path and not os.path.exists(os.path.expanduser(cfg.data.path)):
+        raise ConfigError(f"data.path={cfg.data.path}: no such file or dir; give an mnist.npz file or a folder of IDX files")
+    start = cfg.init_from.checkpoint
+    if start and not (os.path.exists(os.path.expanduser(start)) or os.path.exists(os.path.expanduser(start) + ".index")):
+        raise ConfigError(f"init_from.checkpoint={start}: no such checkpoint or dir; give a checkpoint prefix or a run's checkpoints/ dir")
+    if cfg.checkpoint.dir and os.path.isfile(os.path.expanduser(cfg.checkpoint.dir)):
+        raise ConfigError(f"checkpoint.dir={cfg.checkpoint.dir} is a file; give a directory")
     lr = cfg.optimizer.get("learning_rate")
     if lr is not None and not lr > 0:
         raise ConfigError(f"optimizer.learning_rate={lr}: must be > 0; e.g. optimizer.learning_rate=1e-3")
