@@ -34,16 +34,20 @@ def task(cfg) -> float:
 
     hc = HydraConfig.get()
     single = hc.mode == RunMode.RUN
+    if not single:
+        from trainer.multirun import run_job
+
+        return run_job(cfg, hc)
     try:
         if cfg.resume:
             cfg = resumed_config(cfg.resume, list(hc.overrides.task))
         return run(cfg, hc.runtime.output_dir)["objective_value"]
     except TrainerError as e:
-        if not single or _full_errors():
-            raise  # a sweep records the failed job and goes on; SystemExit would end it
+        if _full_errors():
+            raise
         _fail(str(e), e.exit_code)
     except Exception as e:  # the CLI boundary: one line, no traceback
-        if not single or _full_errors():
+        if _full_errors():
             raise
         first = (str(e).strip().splitlines() or [""])[0]
         _fail(f"{type(e).__name__}: {first} (HYDRA_FULL_ERROR=1 shows the traceback)", 1)

@@ -20,7 +20,7 @@ _SCHEDULE_KEYS = {
     "summary.every_steps",
 }
 _SCHEDULE_PREFIXES = ("session.", "device.", "hooks.", "hook.", "log.")
-_MAX_NAME = 120
+_MAX_NAME = 200  # file names may be 255 bytes
 
 
 def override_key(override: str) -> str:
@@ -49,8 +49,8 @@ def run_dir(overrides) -> str:
 
 
 def job_dir(overrides) -> str:
-    """A multirun job's subdir: every override of the job."""
-    return _name([o for o in overrides if override_key(o) != "resume"])
+    """A multirun job's subdir: every override of the job but the sweep's own controls."""
+    return _name([o for o in overrides if override_key(o) != "resume" and not override_key(o).startswith("sweep.")])
 
 
 def output_subdir(overrides) -> str:

@@ -160,6 +160,13 @@ class EvalConfig:
     every_steps: Optional[int] = 1000  # evaluate on the test split every N steps; null or 0: only at the end
     batch_size: int = 1000
     objective: str = "accuracy"  # eval metric the task returns to sweepers
+    direction: str = "auto"  # maximize | minimize | auto (minimize losses and errors) for summaries
+
+
+@dataclass
+class SweepConfig:
+    rerun_finished: bool = False  # a rerun sweep trains finished jobs again (their old checkpoints set aside)
+    fail_fast: bool = False  # stop the sweep at the first failed job (default: record it and go on)
 
 
 @dataclass
@@ -185,6 +192,7 @@ class Config:
     summary: SummaryConfig = field(default_factory=SummaryConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
     resume: Optional[str] = None  # a run dir: continue it with its saved config plus these overrides
 
 

@@ -69,6 +69,8 @@ def run(cfg, output_dir: str) -> Dict:
     started = time.time()
     output_dir = os.path.abspath(output_dir)
     cfg = prepare_config(cfg, output_dir)
+    if cfg.sweep.rerun_finished and _read_metrics(output_dir).get("status") == "finished":
+        _set_aside(output_dir, cfg.checkpoint.dir)
     tf = import_tensorflow(cfg.log.tf_verbose)
 
     # Imported after TensorFlow is (quietly) imported.
@@ -116,8 +118,15 @@ def run(cfg, output_dir: str) -> Dict:
         checkpoints.write_manifest(ckpt_dir, graph.graph, cfg.model.name, graph_config)
         os.makedirs(output_dir, exist_ok=True)
         log.info("run dir %s", output_dir)
-        result = _train(tf, cfg, graph, arrays, device, ckpt_dir, output_dir, start_step, listeners, config_hooks)
+        try:
+            result = _train(tf, cfg, graph, arrays, device, ckpt_dir, output_dir, start_step, listeners, config_hooks)
+        finally:
+            # Summary writers hold their graph: close them so that the next job of a sweep starts clean.
+            tf.compat.v1.summary.FileWriterCache.clear()
     result["wall_secs"] = round(time.time() - started, 3)
+    result["pid"] = os.getpid()
+    result["started_at"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started))
+    result["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     _write_json(os.path.join(output_dir, "metrics.json"), result)
     if result["status"] == "preempted":
         raise Preempted(result["message"], result.pop("exit_code"))
@@ -126,6 +135,17 @@ def run(cfg, output_dir: str) -> Dict:
              " ".join(f"{k} {v:.4f}" for k, v in sorted(result.items()) if k.startswith("eval_")),
              os.path.join(output_dir, "metrics.json"))
     return result
+
+
+def _set_aside(output_dir: str, ckpt_dir: str) -> None:
+    """sweep.rerun_finished: keep the finished run's files under a dated name and start afresh."""
+    suffix = time.strftime(".replaced-%Y%m%d-%H%M%S")
+    while os.path.exists(ckpt_dir + suffix):
+        suffix += "-1"
+    for path in (ckpt_dir, os.path.join(output_dir, "metrics.json"), os.path.join(output_dir, "metrics.jsonl")):
+        if os.path.exists(path):
+            os.replace(path, path + suffix)
+    log.info("sweep.rerun_finished: the finished run's checkpoints and metrics were set aside (*%s)", suffix)
 
 
 def _graph_config(cfg) -> Dict:

@@ -59,5 +59,7 @@ def validate(cfg) -> None:
         raise ConfigError(f"optimizer.learning_rate={lr}: must be > 0; e.g. optimizer.learning_rate=1e-3")
     if not cfg.data.feature_key:
         raise ConfigError("data.feature_key is empty; set data.feature_key=x")
+    if cfg.eval.direction not in ("auto", "maximize", "minimize"):
+        raise ConfigError(f"eval.direction={cfg.eval.direction}: use auto, maximize or minimize")
     if not cfg.eval.objective:
         raise ConfigError("eval.objective is empty; name an eval metric, e.g. eval.objective=accuracy")

@@ -1,0 +1,158 @@
+"""Multirun sweeps: isolated jobs, summaries, resumable and failure-tolerant sweeps, launchers, Optuna."""
+
+import csv
+import gc
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+import tensorflow as tf
+
+from trainer.train import run
+
+TRAIN = shutil.which("train")
+TINY = ["data=synthetic", "data.train_examples=256", "data.test_examples=64", "model=mlp",
+        "model.params.hidden_units=[16]", "train.batch_size=32", "train.max_steps=20", "log.progress=off",
+        "eval.every_steps=10", "checkpoint.every_steps=10"]
+
+
+def sweep(tmp_path, *args, env=None):
+    return subprocess.run([TRAIN, "-m", *TINY, f"hydra.sweep.dir={tmp_path / 'sweep'}", *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=os.path.dirname(__file__), **(env or {})))
+
+
+def jobs(sweep_dir):
+    return {d: json.loads((sweep_dir / d / "metrics.json").read_text()) if (sweep_dir / d / "metrics.json").exists() else None
+            for d in os.listdir(sweep_dir) if (sweep_dir / d / ".hydra").is_dir()}
+
+
+def summary_rows(sweep_dir):
+    with open(sweep_dir / "summary.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def rss_mb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def test_jobs_in_one_process_leave_nothing_behind(make_cfg, tmp_path):
+    """Six jobs in one process, as Hydra's basic launcher runs them: no graph or memory growth."""
+    live_graphs, rss = [], []
+    for job in range(6):
+        run(make_cfg(f"optimizer.learning_rate={0.01 / (job + 1)}"), str(tmp_path / str(job)))
+        gc.collect()
+        live_graphs.append(sum(isinstance(o, tf.Graph) for o in gc.get_objects()))
+        rss.append(rss_mb())
+    assert live_graphs == [live_graphs[0]] * 6, live_graphs
+    assert rss[-1] - rss[1] < 40, rss  # MB: after the first job warms the caches, no growth per job
+
+
+def test_2x2_sweep_makes_4_jobs_and_a_summary(tmp_path):
+    proc = sweep(tmp_path, "optimizer.learning_rate=0.01,0.001", "session=plain,monitored")
+    assert proc.returncode == 0, proc.stderr
+    sweep_dir = tmp_path / "sweep"
+    found = jobs(sweep_dir)
+    assert len(found) == 4 and all(m["status"] == "finished" and m["global_step"] == 20 for m in found.values())
+    assert {m["session"] for m in found.values()} == {"plain", "monitored"}
+    rows = summary_rows(sweep_dir)
+    assert len(rows) == 4 and all(r["status"] == "finished" for r in rows)
+    accuracies = [float(r["eval_accuracy"]) for r in rows]
+    assert accuracies == sorted(accuracies, reverse=True)  # best first
+    assert (sweep_dir / "summary.md").exists() and (sweep_dir / "summary.png").stat().st_size > 1000
+    # Same lr, either backend: the same result.
+    by_lr = {}
+    for m, r in zip(found.values(), found):
+        by_lr.setdefault(r.split("optimizer.learning_rate-")[1][:5], set()).add(m["eval_accuracy"])
+    assert all(len(v) == 1 for v in by_lr.values())
+
+
+def test_rerun_skips_finished_and_resumes_unfinished_jobs(tmp_path):
+    args = ["optimizer.learning_rate=0.03,0.02,0.01"]
+    assert sweep(tmp_path, *args).returncode == 0
+    sweep_dir = tmp_path / "sweep"
+    names = sorted(jobs(sweep_dir))
+    done, half, never = (sweep_dir / n for n in names)
+    done_mtime = (done / "metrics.json").stat().st_mtime_ns
+    # `half` was interrupted after its step-10 checkpoint; `never` had not started.
+    (half / "metrics.json").unlink()
+    for p in (half / "checkpoints").glob("model.ckpt-20.*"):
+        p.unlink()
+    shutil.rmtree(never)
+
+    proc = sweep(tmp_path, *args)
+    assert proc.returncode == 0, proc.stderr
+    after = jobs(sweep_dir)
+    assert (done / "metrics.json").stat().st_mtime_ns == done_mtime  # skipped, untouched
+    assert (after[half.name]["start_step"], after[half.name]["global_step"]) == (10, 20)
+    assert (after[never.name]["start_step"], after[never.name]["global_step"]) == (0, 20)
+
+    forced = sweep(tmp_path, *args, "sweep.rerun_finished=true")
+    assert forced.returncode == 0, forced.stderr
+    forced_jobs = jobs(sweep_dir)
+    assert sorted(forced_jobs) == names  # the same job dirs
+    assert all(m["start_step"] == 0 and m["global_step"] == 20 for m in forced_jobs.values())
+    assert all(list((sweep_dir / n).glob("checkpoints.replaced-*")) for n in names)
+
+
+def test_a_failing_job_does_not_stop_the_others(tmp_path):
+    proc = sweep(tmp_path, "model.fn=models.mlp.model_fn,user_models.nan_after_5")
+    assert proc.returncode != 0  # the sweep reports the failure after every job ran
+    found = jobs(tmp_path / "sweep")
+    statuses = sorted(m["status"] for m in found.values())
+    assert statuses == ["failed", "finished"]
+    failed = next(m for m in found.values() if m["status"] == "failed")
+    assert "NaN" in failed["error"] and "step 6" in failed["error"]
+    rows = summary_rows(tmp_path / "sweep")
+    assert [r["status"] for r in rows] == ["finished", "failed"]
+
+
+def test_fail_fast_stops_at_the_first_failure(tmp_path):
+    proc = sweep(tmp_path, "model.fn=user_models.nan_after_5,models.mlp.model_fn", "sweep.fail_fast=true")
+    assert proc.returncode != 0
+    assert [m["status"] for m in jobs(tmp_path / "sweep").values() if m] == ["failed"]
+
+
+def test_a_shared_checkpoint_dir_is_refused(tmp_path):
+    proc = sweep(tmp_path, f"checkpoint.dir={tmp_path / 'shared'}", "optimizer.learning_rate=0.01,0.001")
+    assert proc.returncode != 0
+    found = jobs(tmp_path / "sweep")
+    assert all(m["status"] == "failed" and "would share it" in m["error"] for m in found.values())
+    assert not (tmp_path / "shared").exists()
+    ok = sweep(tmp_path, f"checkpoint.dir={tmp_path / 'own'}/" + "${hydra:job.num}", "optimizer.learning_rate=0.01,0.001")
+    assert ok.returncode == 0, ok.stderr
+    assert sorted(os.listdir(tmp_path / "own")) == ["0", "1"]
+
+
+def test_joblib_launcher_runs_jobs_in_parallel_processes(tmp_path):
+    proc = sweep(tmp_path, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "optimizer.learning_rate=0.01,0.001")
+    assert proc.returncode == 0, proc.stderr
+    found = list(jobs(tmp_path / "sweep").values())
+    assert len(found) == 2 and all(m["status"] == "finished" for m in found)
+    assert len({m["pid"] for m in found}) == 2
+    first, second = sorted(found, key=lambda m: m["started_at"])
+    assert second["started_at"] <= first["finished_at"]  # their runs overlapped
+
+
+def test_optuna_sweeper_runs_three_trials(tmp_path):
+    proc = sweep(tmp_path, "+sweep=mnist_lr", "hydra.sweeper.n_trials=3")
+    assert proc.returncode == 0, proc.stderr
+    found = jobs(tmp_path / "sweep")
+    assert len(found) == 3 and all(m["status"] == "finished" for m in found.values())
+    results = (tmp_path / "sweep" / "optimization_results.yaml").read_text()
+    best = max(m["objective_value"] for m in found.values())
+    assert f"best_value: {best}" in results
+
+
+def test_train_report_rebuilds_a_summary(tmp_path):
+    assert sweep(tmp_path, "optimizer.learning_rate=0.01,0.001").returncode == 0
+    for name in ("summary.csv", "summary.md", "summary.png"):
+        (tmp_path / "sweep" / name).unlink()
+    proc = subprocess.run([shutil.which("train-report"), str(tmp_path / "sweep")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "| finished |" in proc.stdout and len(summary_rows(tmp_path / "sweep")) == 2
+    missing = subprocess.run([shutil.which("train-report"), str(tmp_path / "nope")], capture_output=True, text=True)
+    assert missing.returncode == 2 and "no such dir" in missing.stderr
