@@ -101,3 +101,14 @@ def test_run_dir_is_named_from_experiment_overrides_only():
 
 def test_sweep_jobs_keep_every_override():
     assert job_dir(["session=plain", "optimizer.learning_rate=0.1"]) != job_dir(["session=monitored", "optimizer.learning_rate=0.1"])
+
+
+def test_gpu_slot_picks_one_gpu_per_job(make_cfg):
+    import tensorflow as tf
+
+    from trainer.tfenv import session_config
+
+    cfg = make_cfg("device=gpu", "device.gpu_slot=5")
+    assert session_config(tf, cfg.device, "gpu", num_gpus=4).gpu_options.visible_device_list == "1"
+    assert session_config(tf, cfg.device, "gpu", num_gpus=4).gpu_options.allow_growth
+    assert session_config(tf, make_cfg("device=cpu").device, "cpu").device_count["GPU"] == 0

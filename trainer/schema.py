@@ -106,6 +106,7 @@ class DeviceConfig:
     inter_op_threads: int = 0  # ops run at once; 0: TensorFlow picks
     allow_growth: bool = True  # GPU memory grows as needed instead of taking it all at start
     log_placement: bool = False  # log which device each op runs on
+    gpu_slot: Optional[int] = None  # use GPU number (gpu_slot mod #GPUs), e.g. ${hydra:job.num} in a parallel sweep
 
 
 @dataclass

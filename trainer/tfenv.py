@@ -52,6 +52,12 @@ def set_determinism(tf, deterministic: bool) -> None:
         tf_config.disable_op_determinism()
 
 
+def visible_gpus(tf) -> list:
+    quiet = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0") != "0"
+    with _stderr_to_devnull() if quiet else contextlib.nullcontext():
+        return tf.config.list_physical_devices("GPU")  # without a GPU, CUDA logs a cuInit error here
+
+
 def resolve_device(tf, device_cfg) -> str:
     """The device the model is placed on, ``"cpu"`` or ``"gpu"``, for ``device.kind``.
 
@@ -61,9 +67,7 @@ def resolve_device(tf, device_cfg) -> str:
     kind = getattr(device_cfg.kind, "value", device_cfg.kind)
     if kind == "cpu":
         return "cpu"
-    quiet = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0") != "0"
-    with _stderr_to_devnull() if quiet else contextlib.nullcontext():
-        gpus = tf.config.list_physical_devices("GPU")  # without a GPU, CUDA logs a cuInit error here
+    gpus = visible_gpus(tf)
     if kind == "gpu":
         if not gpus:
             raise ConfigError(
@@ -76,8 +80,12 @@ def resolve_device(tf, device_cfg) -> str:
     raise NotImplementedError(f"device.kind={kind!r}; use cpu, gpu or auto")
 
 
-def session_config(tf, device_cfg, device: str):
-    """The ConfigProto both session backends use."""
+def session_config(tf, device_cfg, device: str, num_gpus: int = 0):
+    """The ConfigProto both session backends use.
+
+    With ``device.gpu_slot`` the session sees one GPU, number ``gpu_slot % num_gpus``:
+    parallel sweep jobs each get their own.
+    """
     config = tf.compat.v1.ConfigProto(
         allow_soft_placement=True,  # ops without a GPU kernel fall back to the CPU
         log_device_placement=bool(device_cfg.log_placement),
@@ -88,4 +96,6 @@ def session_config(tf, device_cfg, device: str):
         config.device_count["GPU"] = 0
     else:
         config.gpu_options.allow_growth = bool(device_cfg.allow_growth)
+        if device_cfg.gpu_slot is not None and num_gpus:
+            config.gpu_options.visible_device_list = str(int(device_cfg.gpu_slot) % num_gpus)
     return config

@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 
 
 from trainer.errors import ConfigError, NanLossError, Preempted, RecoveryLimitError, TrainingError
-from trainer.tfenv import import_tensorflow, resolve_device, session_config, set_determinism
+from trainer.tfenv import import_tensorflow, resolve_device, session_config, set_determinism, visible_gpus
 from trainer.validate import validate
 
 log = logging.getLogger("trainer")
@@ -165,7 +165,7 @@ def _train(tf, cfg, graph, arrays, device, ckpt_dir, output_dir, start_step, lis
 
     tf1 = tf.compat.v1
     session_kind = _kind(cfg.session.kind)
-    config = session_config(tf, cfg.device, device)
+    config = session_config(tf, cfg.device, device, len(visible_gpus(tf)) if device == "gpu" else 0)
     metrics = MetricsLog(os.path.join(output_dir, "metrics.jsonl"))
     preemption = PreemptionHandler()
     train_secs = 0.0

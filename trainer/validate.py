@@ -44,6 +44,7 @@ def validate(cfg) -> None:
     _positive("device.intra_op_threads", cfg.device.intra_op_threads, allow_zero=True)
     _positive("device.inter_op_threads", cfg.device.inter_op_threads, allow_zero=True)
     _positive("session.stop_grace_period_secs", cfg.session.stop_grace_period_secs, allow_zero=True)
+    _positive("device.gpu_slot", cfg.device.gpu_slot, allow_none=True, allow_zero=True)
     _positive("session.max_recoveries", cfg.session.max_recoveries, allow_none=True, allow_zero=True)
     _positive("session.recovery_wait_secs", cfg.session.recovery_wait_secs, allow_zero=True)
     _positive("checkpoint.keep_every_n_hours", cfg.checkpoint.keep_every_n_hours)
