@@ -35,6 +35,8 @@ def test_every_option_composes_and_validates(make_cfg, group, option):
     if group == "hook":
         cfg = make_cfg(f"+hook@hooks.extra={option}", *REQUIRED.get(option, []))
         assert cfg.hooks.extra._target_ and cfg.hooks.extra.role in ("chief", "all")
+    elif group == "sweep":  # search spaces, added to a multirun with +sweep=NAME
+        cfg = make_cfg(f"+sweep={option}")
     else:
         cfg = make_cfg(f"{group}={option}")
     OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
