@@ -98,7 +98,7 @@ def test_run_dir_is_named_from_experiment_overrides_only():
     assert run_dir(["resume=outputs/x", "train.max_steps=9"]) == "outputs/x"
     assert run_dir(["optimizer.learning_rate=0.1"]) != run_dir(["optimizer.learning_rate=0.01"])
     assert "/" not in run_dir(["data.path=/a/b"])[len("outputs/"):]
-    assert len(run_dir([f"model.params.x{i}={i}" for i in range(50)])) < 140
+    assert len(run_dir([f"model.params.x{i}={i}" for i in range(50)])) <= len("outputs/") + 200
 
 
 def test_sweep_jobs_keep_every_override():
