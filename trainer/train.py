@@ -72,6 +72,7 @@ def run(cfg, output_dir: str) -> Dict:
     if cfg.sweep.rerun_finished and _read_metrics(output_dir).get("status") == "finished":
         _set_aside(output_dir, cfg.checkpoint.dir)
     tf = import_tensorflow(cfg.log.tf_verbose)
+    timings = {"tensorflow_import": time.time() - started}
 
     # Imported after TensorFlow is (quietly) imported.
     from trainer import checkpoints
@@ -80,7 +81,9 @@ def run(cfg, output_dir: str) -> Dict:
 
     set_determinism(tf, cfg.train.deterministic)
     device = resolve_device(tf, cfg.device)
+    mark = time.time()
     arrays = load_arrays(cfg.data)
+    timings["data"] = time.time() - mark
     if len(arrays.train_x) < cfg.train.batch_size:
         raise ConfigError(
             f"train.batch_size={cfg.train.batch_size}: larger than the {len(arrays.train_x)} training examples; "
@@ -92,7 +95,9 @@ def run(cfg, output_dir: str) -> Dict:
     ckpt_dir = os.path.abspath(os.path.expanduser(cfg.checkpoint.dir))
     if os.path.exists(ckpt_dir) and not os.path.isdir(ckpt_dir):
         raise ConfigError(f"checkpoint.dir={ckpt_dir} is a file; give a directory")
+    mark = time.time()
     graph = build_graph(tf, cfg, device)
+    timings["graph"] = time.time() - mark
     graph_config = _graph_config(cfg)
     from trainer.hooks import make_config_hooks
     from trainer.tf_hooks import make_listeners
@@ -119,7 +124,8 @@ def run(cfg, output_dir: str) -> Dict:
         os.makedirs(output_dir, exist_ok=True)
         log.info("run dir %s", output_dir)
         try:
-            result = _train(tf, cfg, graph, arrays, device, ckpt_dir, output_dir, start_step, listeners, config_hooks)
+            result = _train(tf, cfg, graph, arrays, device, ckpt_dir, output_dir, start_step, listeners, config_hooks,
+                            timings)
         finally:
             # Summary writers hold their graph: close them so that the next job of a sweep starts clean.
             tf.compat.v1.summary.FileWriterCache.clear()
@@ -157,7 +163,7 @@ def _graph_config(cfg) -> Dict:
     }
 
 
-def _train(tf, cfg, graph, arrays, device, ckpt_dir, output_dir, start_step, listeners, config_hooks) -> Dict:
+def _train(tf, cfg, graph, arrays, device, ckpt_dir, output_dir, start_step, listeners, config_hooks, timings) -> Dict:
     """The training loop over either backend; returns the metrics (or the preemption record)."""
     from trainer.hooks import EvalHook, InputInitHook, MetricsHook, MetricsLog, NanGuardHook
     from trainer.preemption import PreemptionHandler, PreemptionHook
@@ -209,6 +215,7 @@ def _train(tf, cfg, graph, arrays, device, ckpt_dir, output_dir, start_step, lis
         log.info("hooks (chief): %s", ", ".join(type(h).__name__ for h in chief_hooks))
         log.info("hooks (all): %s", ", ".join(type(h).__name__ for h in hooks))
 
+        mark = time.time()
         with preemption, graph.graph.as_default():
             with open_session(session_kind, graph.scaffold, hooks, chief_hooks, ckpt_dir, config,
                               stop_grace_period_secs=cfg.session.stop_grace_period_secs,
@@ -216,7 +223,11 @@ def _train(tf, cfg, graph, arrays, device, ckpt_dir, output_dir, start_step, lis
                               recovery_wait_secs=cfg.session.recovery_wait_secs,
                               global_step=graph.global_step) as sess:
                 loop_started = time.time()
+                timings["session"] = loop_started - mark  # creation, restore, hooks' after_create_session
                 try:
+                    if not sess.should_stop():
+                        sess.run(graph.train_op)
+                        timings["first_step_at"] = time.time()
                     while not sess.should_stop():
                         sess.run(graph.train_op)
                 except tf.errors.OutOfRangeError as e:
@@ -242,6 +253,7 @@ def _train(tf, cfg, graph, arrays, device, ckpt_dir, output_dir, start_step, lis
         "data": cfg.data.name,
         "device": device,
         "checkpoint_dir": ckpt_dir,
+        "timings": {k: round(v, 3) for k, v in timings.items()},
     }
     if preemption.signum is not None:
         latest = tf.train.latest_checkpoint(ckpt_dir)

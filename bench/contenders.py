@@ -1,0 +1,149 @@
+"""The contenders the runner is measured against, each run in its own process.
+
+``python -m bench.contenders NAME --steps N --warmup W --batch B --examples E`` prints one JSON
+line: steady-state ``steps_per_sec`` over the steps after the warm-up, and ``first_step_at``
+(epoch seconds when the first training step ended) for the start-up comparison.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+
+def _arrays(examples):
+    from trainer.data import make_synthetic
+
+    return make_synthetic(examples, 1000)
+
+
+def hand_loop(args):
+    """The runner's own graph (model, input pipeline, train op) driven by ``while True: sess.run(train_op)``."""
+    import trainer  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
+    from hydra import compose, initialize_config_module
+
+    from trainer.paths import register_resolvers
+    from trainer.schema import register_configs
+    from trainer.tfenv import import_tensorflow
+
+    tf = import_tensorflow()
+    from trainer.graph import build_graph
+
+    register_configs()
+    register_resolvers()
+    with initialize_config_module(config_module="trainer.conf", version_base="1.3"):
+        cfg = compose("config", overrides=[f"model={args.model}", "data=synthetic", f"train.batch_size={args.batch}",
+                                           "device=cpu"])
+    arrays = _arrays(args.examples)
+    graph = build_graph(tf, cfg, "cpu")
+    with graph.graph.as_default(), tf.compat.v1.Session() as sess:
+        sess.run(tf.compat.v1.global_variables_initializer())
+        sess.run(tf.compat.v1.local_variables_initializer())
+        sess.run(graph.train_input.initializer, graph.train_input.feed(arrays.train_x, arrays.train_y))
+        sess.run(graph.train_op)
+        first = time.time()
+        for _ in range(args.warmup - 1):
+            sess.run(graph.train_op)
+        start = time.time()
+        for _ in range(args.steps):
+            sess.run(graph.train_op)
+        secs = time.time() - start
+    return {"steps_per_sec": args.steps / secs, "first_step_at": first}
+
+
+def _keras_cnn(keras):
+    layers = keras.layers
+    return keras.Sequential([
+        keras.Input((28, 28, 1)),
+        layers.Conv2D(32, 5, padding="same", activation="relu"), layers.MaxPooling2D(2, 2),
+        layers.Conv2D(64, 5, padding="same", activation="relu"), layers.MaxPooling2D(2, 2),
+        layers.Flatten(), layers.Dense(1024, activation="relu"), layers.Dropout(0.4), layers.Dense(10),
+    ])
+
+
+def _keras_mlp(keras):
+    layers = keras.layers
+    return keras.Sequential([keras.Input((28, 28, 1)), layers.Flatten(), layers.Dense(128, activation="relu"),
+                             layers.Dense(64, activation="relu"), layers.Dense(10)])
+
+
+def keras_fit(args, legacy: bool):
+    """The same model with Model.fit: tf_keras (``legacy``) or Keras 3 on the TensorFlow backend."""
+    os.environ["TF_USE_LEGACY_KERAS"] = "1" if legacy else "0"
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if legacy:
+        import tf_keras as keras
+    else:
+        os.environ["KERAS_BACKEND"] = "tensorflow"
+        import keras
+    import numpy as np
+    import tensorflow as tf
+
+    arrays = _arrays(args.examples)
+    x = (arrays.train_x[..., None] / 255.0).astype(np.float32)
+    ds = tf.data.Dataset.from_tensor_slices((x, arrays.train_y)).shuffle(len(x), seed=0).repeat()
+    ds = ds.batch(args.batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    model = (_keras_cnn if args.model == "mnist" else _keras_mlp)(keras)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    marks = {}
+
+    class Timer(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 0:
+                marks["first"] = time.time()
+            if batch == args.warmup - 1:
+                marks["start"] = time.time()
+
+    model.fit(ds, steps_per_epoch=args.warmup + args.steps, epochs=1, verbose=0, callbacks=[Timer()])
+    secs = time.time() - marks["start"]
+    return {"steps_per_sec": args.steps / secs, "first_step_at": marks["first"]}
+
+
+def input_pipeline(args):
+    """The training input pipeline alone: examples/s with no model."""
+    import trainer  # noqa: F401
+    from trainer.tfenv import import_tensorflow
+
+    tf = import_tensorflow()
+    from trainer.data import make_pipeline
+
+    arrays = _arrays(args.examples)
+    with tf.Graph().as_default():
+        pipeline = make_pipeline(tf, args.batch, "x", train=True, seed=0)
+        with tf.compat.v1.Session() as sess:
+            sess.run(pipeline.initializer, pipeline.feed(arrays.train_x, arrays.train_y))
+            fetch = pipeline.features["x"].op  # run the pipeline, do not copy the batch to Python
+            for _ in range(args.warmup):
+                sess.run(fetch)
+            start = time.time()
+            for _ in range(args.steps):
+                sess.run(fetch)
+            secs = time.time() - start
+    return {"examples_per_sec": args.steps * args.batch / secs}
+
+
+CONTENDERS = {
+    "hand_loop": hand_loop,
+    "tf_keras_fit": lambda a: keras_fit(a, legacy=True),
+    "keras3_fit": lambda a: keras_fit(a, legacy=False),
+    "input_pipeline": input_pipeline,
+}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("name", choices=sorted(CONTENDERS))
+    parser.add_argument("--model", default="mnist")
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument("--examples", type=int, default=10000)
+    args = parser.parse_args()
+    print(json.dumps(CONTENDERS[args.name](args)))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
