@@ -36,11 +36,11 @@ def hand_loop(args):
         cfg = compose("config", overrides=[f"model={args.model}", "data=synthetic", f"train.batch_size={args.batch}",
                                            "device=cpu"])
     arrays = _arrays(args.examples)
-    graph = build_graph(tf, cfg, "cpu")
+    graph = build_graph(tf, cfg, "cpu", arrays)
     with graph.graph.as_default(), tf.compat.v1.Session() as sess:
         sess.run(tf.compat.v1.global_variables_initializer())
         sess.run(tf.compat.v1.local_variables_initializer())
-        sess.run(graph.train_input.initializer, graph.train_input.feed(arrays.train_x, arrays.train_y))
+        sess.run(graph.train_input.initializer, graph.train_input.feeds(0))
         sess.run(graph.train_op)
         first = time.time()
         for _ in range(args.warmup - 1):
@@ -111,9 +111,9 @@ def input_pipeline(args):
 
     arrays = _arrays(args.examples)
     with tf.Graph().as_default():
-        pipeline = make_pipeline(tf, args.batch, "x", train=True, seed=0)
+        pipeline = make_pipeline(tf, arrays.train_x, arrays.train_y, args.batch, "x", train=True, seed=0)
         with tf.compat.v1.Session() as sess:
-            sess.run(pipeline.initializer, pipeline.feed(arrays.train_x, arrays.train_y))
+            sess.run(pipeline.initializer, pipeline.feeds(0))
             fetch = pipeline.features["x"].op  # run the pipeline, do not copy the batch to Python
             for _ in range(args.warmup):
                 sess.run(fetch)

@@ -169,11 +169,13 @@ def test_warm_start_mismatch_lists_every_problem(make_cfg, tmp_path):
 def test_scaffold_ops_from_config(make_cfg, tmp_path):
     from trainer.graph import build_graph
 
+    from trainer.data import load_arrays
+
     cfg = make_cfg("scaffold.local_init_op=[accuracy/total/Assign]")
-    graph = build_graph(tf, cfg, "cpu")
+    graph = build_graph(tf, cfg, "cpu", load_arrays(cfg.data))
     assert [op.name for op in graph.scaffold.local_init_op.control_inputs] == ["accuracy/total/Assign"]
     with pytest.raises(ConfigError, match="scaffold.ready_op: no tensor named 'nope'"):
-        build_graph(tf, make_cfg("scaffold.ready_op=nope"), "cpu")
+        build_graph(tf, make_cfg("scaffold.ready_op=nope"), "cpu", load_arrays(cfg.data))
 
 
 @pytest.mark.parametrize("session", BACKENDS)

@@ -245,9 +245,12 @@ def make_synthetic(train_examples: int, test_examples: int, seed: int = 0) -> Ar
     return Arrays(train_x, train_y, test_x, test_y)
 
 
-def load_arrays(data_cfg) -> Arrays:
-    """The arrays ``data`` config names, capped at ``train_examples`` / ``test_examples``."""
+def load_arrays(data_cfg) -> Optional[Arrays]:
+    """The arrays ``data`` config names, capped at ``train_examples`` / ``test_examples``
+    (None for ``data=input_fn``: the input_fns make the tensors)."""
     name = data_cfg.name
+    if name == "input_fn":
+        return None
     if name == "synthetic":
         return make_synthetic(data_cfg.train_examples or 6000, data_cfg.test_examples or 1000)
     if name == "mnist":
@@ -265,42 +268,39 @@ def load_arrays(data_cfg) -> Arrays:
 
 @dataclass(frozen=True)
 class Pipeline:
-    """An initializable input pipeline and what its initializer must be fed."""
+    """An input pipeline in a graph: its output tensors and how to (re)start it.
 
-    features: Dict[str, object]  # {feature_key: float32 [batch, 28, 28, 1] in [0, 1]}
+    ``initializer`` is None for a pipeline that needs none (tensors an input_fn returned);
+    ``feeds(step)`` is what the initializer must be fed when the global step is ``step``.
+    """
+
+    features: Dict[str, object]  # {feature_key: float32 [batch, 28, 28, 1] in [0, 1]} for the built-in data
     labels: object  # int64 [batch]
-    initializer: object
-    images: object  # uint8 placeholder [N, 28, 28]
-    labels_feed: object  # int64 placeholder [N]
-    skip_batches: Optional[object]  # int64 placeholder: batches already consumed (train only)
-
-    def feed(self, x: np.ndarray, y: np.ndarray, skip: int = 0) -> dict:
-        feed = {self.images: x, self.labels_feed: y}
-        if self.skip_batches is not None:
-            feed[self.skip_batches] = skip
-        return feed
+    initializer: Optional[object]
+    feeds: Callable[[int], dict]
 
 
 def make_pipeline(
-    tf, batch_size: int, feature_key: str, train: bool, seed: Optional[int] = None, shuffle_buffer: Optional[int] = None
+    tf, images: np.ndarray, labels: np.ndarray, batch_size: int, feature_key: str, train: bool,
+    seed: Optional[int] = None, shuffle_buffer: Optional[int] = None,
 ) -> Pipeline:
-    """Build a pipeline in the default graph.
+    """Build a pipeline over in-memory arrays in the default graph, fed through placeholders.
 
-    Training: seeded shuffle, repeat, fixed-size batches, then ``skip(skip_batches)``
-    so that a resumed run, fed its restored global step, sees the same batches as
-    one that never stopped. Evaluation: one pass, the last batch may be short.
+    Training: seeded shuffle, repeat, fixed-size batches, then ``skip(step)`` so that a
+    resumed run, fed its restored global step, sees the same batches as one that never
+    stopped. Evaluation: one pass, the last batch may be short.
     """
     tf1 = tf.compat.v1
     prefix = "train_input" if train else "eval_input"
     with tf1.name_scope(prefix):
-        images = tf1.placeholder(tf.uint8, [None, *IMAGE_SHAPE], name="images")
-        labels = tf1.placeholder(tf.int64, [None], name="labels")
-        ds = tf.data.Dataset.from_tensor_slices((images, labels))
+        images_ph = tf1.placeholder(tf.uint8, [None, *IMAGE_SHAPE], name="images")
+        labels_ph = tf1.placeholder(tf.int64, [None], name="labels")
+        ds = tf.data.Dataset.from_tensor_slices((images_ph, labels_ph))
         skip = None
         if train:
             skip = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="skip_batches")
             # A seed of None gives TF's nondeterministic shuffle; the buffer default is a full shuffle.
-            buffer = shuffle_buffer or 60000
+            buffer = shuffle_buffer or max(len(images), 1)
             ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True).repeat()
             ds = ds.batch(batch_size, drop_remainder=True).skip(skip)
         else:
@@ -313,4 +313,43 @@ def make_pipeline(
         ds = ds.map(to_features, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
         iterator = tf1.data.make_initializable_iterator(ds)
         features, batch_labels = iterator.get_next()
-    return Pipeline(features, batch_labels, iterator.initializer, images, labels, skip)
+
+    def feeds(step: int = 0) -> dict:
+        feed = {images_ph: images, labels_ph: labels}
+        if skip is not None:
+            feed[skip] = step
+        return feed
+
+    return Pipeline(features, batch_labels, iterator.initializer, feeds)
+
+
+def make_input_fn_pipeline(tf, input_fn: Callable, train: bool, feature_key: str, params: dict) -> Pipeline:
+    """A pipeline from an Estimator-style ``input_fn``: a ``tf.data.Dataset`` of ``(features, labels)``
+    batches, or ``(features, labels)`` tensors.
+
+    A training Dataset gets ``skip(step)`` so a resumed run continues where it stopped
+    (the input_fn's shuffle must be seeded for that to be exact). Features that are not
+    a dict become ``{feature_key: features}``.
+    """
+    import inspect
+
+    tf1 = tf.compat.v1
+    wanted = inspect.signature(input_fn).parameters
+    kwargs = {k: v for k, v in {"params": params, "mode": "train" if train else "eval", "config": None}.items() if k in wanted}
+    with tf1.name_scope("train_input" if train else "eval_input"):
+        result = input_fn(**kwargs)
+        if isinstance(result, tf.data.Dataset):
+            skip = None
+            if train:
+                skip = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="skip_batches")
+                result = result.skip(skip)
+            iterator = tf1.data.make_initializable_iterator(result)
+            output = iterator.get_next()
+            initializer = iterator.initializer
+            feeds = (lambda step=0: {skip: step}) if train else (lambda step=0: {})
+        else:
+            output, initializer, feeds = result, None, (lambda step=0: {})
+    features, labels = output if isinstance(output, (tuple, list)) else (output, None)
+    if not isinstance(features, dict):
+        features = {feature_key: features}
+    return Pipeline(features, labels, initializer, feeds)

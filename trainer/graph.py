@@ -12,7 +12,7 @@ from typing import Dict, Optional
 import hydra.utils
 from omegaconf import OmegaConf
 
-from trainer.data import Pipeline, make_pipeline
+from trainer.data import Pipeline, make_input_fn_pipeline, make_pipeline
 from trainer.errors import ConfigError
 from trainer.estimator import EstimatorSpec, ModeKeys
 from trainer.tf_hooks import NAMED_TENSOR_PREFIX, TRAIN_SUMMARY_COLLECTION, op, tensor
@@ -35,6 +35,7 @@ class TrainGraph:
     saver: object
     scaffold: object
     spec: EstimatorSpec  # what model_fn returned for TRAIN (its hooks, scaffold)
+    eval_spec: EstimatorSpec  # ... and for EVAL (its evaluation_hooks)
 
 
 def load_model_fn(path: str):
@@ -129,8 +130,33 @@ def make_scaffold(tf, cfg, saver, summary_op, spec_scaffold=None):
     return tf1.train.Scaffold(saver=saver, summary_op=summary_op, init_fn=init_fn, **fields)
 
 
-def build_graph(tf, cfg, device: str) -> TrainGraph:
-    """Build the training and evaluation graph for ``cfg`` on ``device`` (``"cpu"`` or ``"gpu"``)."""
+def make_inputs(tf, cfg, arrays, params):
+    """The training and evaluation pipelines: over the loaded arrays, or from the config's input_fns."""
+    if arrays is None:
+        input_params = dict(params, batch_size=params.get("batch_size", cfg.train.batch_size))
+        fns = []
+        for key in ("train_fn", "eval_fn"):
+            path = cfg.data.get(key)
+            if not path:
+                raise ConfigError(f"data.{key} is not set; data=input_fn needs data.train_fn and data.eval_fn (dotted paths)")
+            try:
+                fns.append(hydra.utils.get_method(path))
+            except Exception as e:
+                raise ConfigError(f"data.{key}={path}: cannot import it ({e})") from None
+        return (make_input_fn_pipeline(tf, fns[0], True, cfg.data.feature_key, input_params),
+                make_input_fn_pipeline(tf, fns[1], False, cfg.data.feature_key, input_params))
+    return (
+        make_pipeline(tf, arrays.train_x, arrays.train_y, cfg.train.batch_size, cfg.data.feature_key, train=True,
+                      seed=cfg.train.seed, shuffle_buffer=cfg.data.shuffle_buffer),
+        make_pipeline(tf, arrays.test_x, arrays.test_y, cfg.eval.batch_size, cfg.data.feature_key, train=False),
+    )
+
+
+def build_graph(tf, cfg, device: str, arrays=None) -> TrainGraph:
+    """Build the training and evaluation graph for ``cfg`` on ``device`` (``"cpu"`` or ``"gpu"``).
+
+    ``arrays`` is the loaded dataset; None for ``data=input_fn``.
+    """
     tf1 = tf.compat.v1
     model_fn = load_model_fn(cfg.model.fn)
     params = OmegaConf.to_container(cfg.model.params, resolve=True)
@@ -144,11 +170,7 @@ def build_graph(tf, cfg, device: str) -> TrainGraph:
             tf_keras.utils.set_random_seed(int(cfg.train.seed))
         global_step = tf1.train.get_or_create_global_step()
         with tf.device("/device:CPU:0"):
-            train_input = make_pipeline(
-                tf, cfg.train.batch_size, cfg.data.feature_key, train=True,
-                seed=cfg.train.seed, shuffle_buffer=cfg.data.shuffle_buffer,
-            )
-            eval_input = make_pipeline(tf, cfg.eval.batch_size, cfg.data.feature_key, train=False)
+            train_input, eval_input = make_inputs(tf, cfg, arrays, params)
 
         model_device = "/device:GPU:0" if device == "gpu" else None
         with tf.device(model_device):
@@ -212,5 +234,5 @@ def build_graph(tf, cfg, device: str) -> TrainGraph:
         graph=graph, global_step=global_step, loss=loss, loss_is_finite=loss_is_finite, train_op=train_op,
         train_input=train_input, eval_input=eval_input, eval_metrics=eval_metrics,
         eval_update_op=eval_update_op, eval_reset_op=eval_reset_op, summary_op=summary_op,
-        saver=saver, scaffold=scaffold, spec=spec,
+        saver=saver, scaffold=scaffold, spec=spec, eval_spec=eval_spec,
     )

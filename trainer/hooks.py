@@ -52,13 +52,14 @@ class InputInitHook(tf1.train.SessionRunHook):
     continues the shuffled stream where the checkpointed run was.
     """
 
-    def __init__(self, pipeline, global_step, images: np.ndarray, labels: np.ndarray):
+    def __init__(self, pipeline, global_step):
         self._pipeline, self._global_step = pipeline, global_step
-        self._images, self._labels = images, labels
 
     def after_create_session(self, session, coord):
+        if self._pipeline.initializer is None:
+            return
         step = int(session.run(self._global_step))
-        session.run(self._pipeline.initializer, feed_dict=self._pipeline.feed(self._images, self._labels, skip=step))
+        session.run(self._pipeline.initializer, feed_dict=self._pipeline.feeds(step))
 
 
 class EvalHook(tf1.train.SessionRunHook):
@@ -67,11 +68,10 @@ class EvalHook(tf1.train.SessionRunHook):
     Results go to ``metrics`` (a MetricsLog), a log line, and TensorBoard summaries in ``summary_dir``.
     """
 
-    def __init__(self, graph, images, labels, every_steps: Optional[int], metrics: MetricsLog, summary_dir: Optional[str]):
+    def __init__(self, graph, every_steps: Optional[int], metrics: MetricsLog, summary_dir: Optional[str]):
         self.listeners: List = []  # objects with on_eval(session, step, values): early stopping, best export
         self.skip_final = None  # a callable: true when the final evaluation should be skipped (preemption)
         self._graph = graph
-        self._images, self._labels = images, labels
         self._every = every_steps or 0
         self._metrics = metrics
         self._summary_dir = summary_dir
@@ -102,7 +102,8 @@ class EvalHook(tf1.train.SessionRunHook):
         g = self._graph
         start = time.time()
         session.run(g.eval_reset_op)
-        session.run(g.eval_input.initializer, feed_dict=g.eval_input.feed(self._images, self._labels))
+        if g.eval_input.initializer is not None:
+            session.run(g.eval_input.initializer, feed_dict=g.eval_input.feeds(0))
         while True:
             try:
                 session.run(g.eval_update_op)

@@ -60,6 +60,8 @@ class DataConfig:
     train_examples: Optional[int] = None  # use the first N training examples (synthetic: how many to make)
     test_examples: Optional[int] = None  # use the first N test examples (synthetic: how many to make)
     shuffle_buffer: Optional[int] = None  # null: the whole training split (a full shuffle)
+    train_fn: Optional[str] = None  # data=input_fn: dotted path of the training input_fn
+    eval_fn: Optional[str] = None  # data=input_fn: dotted path of the evaluation input_fn (a finite Dataset)
 
 
 @dataclass

@@ -84,19 +84,19 @@ def run(cfg, output_dir: str) -> Dict:
     mark = time.time()
     arrays = load_arrays(cfg.data)
     timings["data"] = time.time() - mark
-    if len(arrays.train_x) < cfg.train.batch_size:
+    if arrays is not None and len(arrays.train_x) < cfg.train.batch_size:
         raise ConfigError(
             f"train.batch_size={cfg.train.batch_size}: larger than the {len(arrays.train_x)} training examples; "
             "lower train.batch_size or use more data"
         )
-    if len(arrays.test_x) == 0:
+    if arrays is not None and len(arrays.test_x) == 0:
         raise ConfigError("data.test_examples: the test split is empty; evaluation needs at least one example")
 
     ckpt_dir = os.path.abspath(os.path.expanduser(cfg.checkpoint.dir))
     if os.path.exists(ckpt_dir) and not os.path.isdir(ckpt_dir):
         raise ConfigError(f"checkpoint.dir={ckpt_dir} is a file; give a directory")
     mark = time.time()
-    graph = build_graph(tf, cfg, device)
+    graph = build_graph(tf, cfg, device, arrays)
     timings["graph"] = time.time() - mark
     graph_config = _graph_config(cfg)
     from trainer.hooks import make_config_hooks
@@ -124,7 +124,7 @@ def run(cfg, output_dir: str) -> Dict:
         os.makedirs(output_dir, exist_ok=True)
         log.info("run dir %s", output_dir)
         try:
-            result = _train(tf, cfg, graph, arrays, device, ckpt_dir, output_dir, start_step, listeners, config_hooks,
+            result = _train(tf, cfg, graph, device, ckpt_dir, output_dir, start_step, listeners, config_hooks,
                             timings)
         finally:
             # Summary writers hold their graph: close them so that the next job of a sweep starts clean.
@@ -163,7 +163,7 @@ def _graph_config(cfg) -> Dict:
     }
 
 
-def _train(tf, cfg, graph, arrays, device, ckpt_dir, output_dir, start_step, listeners, config_hooks, timings) -> Dict:
+def _train(tf, cfg, graph, device, ckpt_dir, output_dir, start_step, listeners, config_hooks, timings) -> Dict:
     """The training loop over either backend; returns the metrics (or the preemption record)."""
     from trainer.hooks import EvalHook, InputInitHook, MetricsHook, MetricsLog, NanGuardHook
     from trainer.preemption import PreemptionHandler, PreemptionHook
@@ -180,7 +180,7 @@ def _train(tf, cfg, graph, arrays, device, ckpt_dir, output_dir, start_step, lis
         # Running a step would move a finished run past its target: evaluate only, write nothing to ckpt_dir.
         log.info("checkpoint.dir %s is already at step %d (train.max_steps=%d): nothing to train",
                  ckpt_dir, start_step, cfg.train.max_steps)
-        eval_hook = EvalHook(graph, arrays.test_x, arrays.test_y, None, metrics, summary_dir=None)
+        eval_hook = EvalHook(graph, None, metrics, summary_dir=None)
         with graph.graph.as_default(), open_session("plain", graph.scaffold, [eval_hook], [], ckpt_dir, config):
             pass
     else:
@@ -189,11 +189,11 @@ def _train(tf, cfg, graph, arrays, device, ckpt_dir, output_dir, start_step, lis
         if not every_steps and not every_secs:
             every_steps = cfg.train.max_steps  # only the first and the final save
         hooks = [
-            InputInitHook(graph.train_input, graph.global_step, arrays.train_x, arrays.train_y),
+            InputInitHook(graph.train_input, graph.global_step),
             tf1.train.StopAtStepHook(last_step=cfg.train.max_steps),
             PreemptionHook(preemption),
         ]
-        eval_hook = EvalHook(graph, arrays.test_x, arrays.test_y, cfg.eval.every_steps, metrics,
+        eval_hook = EvalHook(graph, cfg.eval.every_steps, metrics,
                              summary_dir=os.path.join(ckpt_dir, "eval"))
         eval_hook.skip_final = lambda: preemption.signum is not None
         config_all, config_chief = config_hooks
