@@ -29,8 +29,8 @@ def _fail(message: str, code: int):
 @hydra.main(version_base="1.3", config_path="pkg://" + CONFIG_MODULE, config_name="config")
 def task(cfg) -> float:
     """One job: returns the eval objective for sweepers."""
+    from trainer.modes import execute
     from trainer.resume import resumed_config
-    from trainer.train import run
 
     hc = HydraConfig.get()
     single = hc.mode == RunMode.RUN
@@ -41,7 +41,7 @@ def task(cfg) -> float:
     try:
         if cfg.resume:
             cfg = resumed_config(cfg.resume, list(hc.overrides.task))
-        return run(cfg, hc.runtime.output_dir)["objective_value"]
+        return execute(cfg, hc.runtime.output_dir).get("objective_value")
     except TrainerError as e:
         if _full_errors():
             raise

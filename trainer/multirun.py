@@ -11,7 +11,7 @@ import logging
 import os
 
 from trainer.errors import ConfigError
-from trainer.train import run
+from trainer.modes import execute
 
 log = logging.getLogger("trainer")
 
@@ -52,7 +52,7 @@ def run_job(cfg, hc) -> float:
             cfg.device.intra_op_threads = threads
             cfg.device.inter_op_threads = threads
             log.info("%d parallel jobs: %d intra-op and inter-op threads each", parallel, threads)
-        return run(cfg, output_dir)["objective_value"]
+        return execute(cfg, output_dir).get("objective_value")
     except Exception as e:
         reason = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
         os.makedirs(output_dir, exist_ok=True)

@@ -17,9 +17,9 @@ RUNS_ROOT = "outputs"
 _SCHEDULE_KEYS = {
     "train.max_steps", "session", "device", "hooks", "hook", "resume",
     "eval.every_steps", "eval.batch_size", "checkpoint.every_steps", "checkpoint.every_secs", "checkpoint.keep",
-    "summary.every_steps",
+    "summary.every_steps", "mode",
 }
-_SCHEDULE_PREFIXES = ("session.", "device.", "hooks.", "hook.", "log.")
+_SCHEDULE_PREFIXES = ("session.", "device.", "hooks.", "hook.", "log.", "predict.", "export.", "eval.checkpoint")
 _MAX_NAME = 200  # file names may be 255 bytes
 
 
@@ -54,9 +54,15 @@ def job_dir(overrides) -> str:
 
 
 def output_subdir(overrides) -> str:
-    """Where Hydra saves the job's config: a resumed run keeps the run dir's own ``.hydra`` intact
-    (the runner rewrites it with the merged config once that is composed)."""
-    return ".hydra/resume" if any(override_key(o) == "resume" for o in overrides) else ".hydra"
+    """Where Hydra saves the job's config. The training run's own ``.hydra`` is kept intact by a
+    resumed run (the runner rewrites it with the merged config once composed) and by the modes
+    that only read the run (evaluate, predict, export): they save theirs beside it."""
+    for o in overrides:
+        if override_key(o) == "resume":
+            return ".hydra/resume"
+        if override_key(o) == "mode" and o.split("=", 1)[1] not in ("train", "train_and_evaluate"):
+            return ".hydra/" + re.sub(r"[^A-Za-z0-9_]", "_", o.split("=", 1)[1])
+    return ".hydra"
 
 
 def register_resolvers() -> None:

@@ -36,6 +36,14 @@ class OnNan(Enum):
     skip_step = "skip_step"  # skip the update of that step (weights unchanged) and go on
 
 
+class Mode(Enum):
+    train = "train"  # train to train.max_steps, evaluating every eval.every_steps and at the end
+    train_and_evaluate = "train_and_evaluate"  # the same; eval.every_steps must be set
+    evaluate = "evaluate"  # evaluate eval.checkpoint (default: the latest in checkpoint.dir)
+    predict = "predict"  # predictions for the test split or predict.input
+    export = "export"  # a SavedModel for TensorFlow Serving
+
+
 class ProgressKind(Enum):
     auto = "auto"  # a bar on a terminal, log lines otherwise
     bar = "bar"
@@ -162,8 +170,23 @@ class SummaryConfig:
 class EvalConfig:
     every_steps: Optional[int] = 1000  # evaluate on the test split every N steps; null or 0: only at the end
     batch_size: int = 1000
+    checkpoint: Optional[str] = None  # mode=evaluate: a checkpoint prefix; null: the latest in checkpoint.dir
     objective: str = "accuracy"  # eval metric the task returns to sweepers
     direction: str = "auto"  # maximize | minimize | auto (minimize losses and errors) for summaries
+
+
+@dataclass
+class PredictConfig:
+    input: Optional[str] = None  # an .npz (key x, images or x_test) or IDX images file; null: the test split
+    output: Optional[str] = None  # null: predictions.npz in the run dir
+    checkpoint: Optional[str] = None  # null: the latest in checkpoint.dir
+
+
+@dataclass
+class ExportConfig:
+    dir: Optional[str] = None  # null: export/<global step> in the run dir (must not exist yet)
+    checkpoint: Optional[str] = None  # null: the latest in checkpoint.dir
+    serving_input_fn: Optional[str] = None  # dotted path returning (receiver_tensors, features); null: a float image placeholder
 
 
 @dataclass
@@ -196,6 +219,9 @@ class Config:
     eval: EvalConfig = field(default_factory=EvalConfig)
     log: LogConfig = field(default_factory=LogConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
+    mode: Mode = Mode.train
+    predict: PredictConfig = field(default_factory=PredictConfig)
+    export: ExportConfig = field(default_factory=ExportConfig)
     resume: Optional[str] = None  # a run dir: continue it with its saved config plus these overrides
 
 

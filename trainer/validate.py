@@ -22,6 +22,16 @@ def _positive(key, value, allow_none=False, allow_zero=False):
 
 def validate(cfg) -> None:
     """Raise ConfigError for the first rule ``cfg`` breaks."""
+    from omegaconf import OmegaConf
+
+    if OmegaConf.is_missing(cfg.model, "fn"):
+        raise ConfigError("model.fn is not set; give your model_fn as a dotted path, e.g. model.fn=my_pkg.my_module.model_fn")
+    for key in ("train_fn", "eval_fn"):
+        if OmegaConf.is_missing(cfg.data, key):
+            raise ConfigError(f"data.{key} is not set; data=input_fn needs data.train_fn and data.eval_fn (dotted paths)")
+    mode = getattr(cfg.mode, "value", cfg.mode)
+    if mode == "train_and_evaluate" and not cfg.eval.every_steps:
+        raise ConfigError("mode=train_and_evaluate: eval.every_steps is not set; e.g. eval.every_steps=1000")
     _positive("train.max_steps", cfg.train.max_steps)
     _positive("train.batch_size", cfg.train.batch_size)
     if cfg.train.seed is not None and cfg.train.seed < 0:

@@ -1,0 +1,149 @@
+"""Estimator-era model_fns and input_fns: train under both backends, evaluate, predict, export, serve."""
+
+import json
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from trainer.errors import ConfigError
+from trainer.modes import execute
+
+BACKENDS = ["plain", "monitored"]
+CNN = ["model=model_fn", "model.fn=estimator_models.cnn_model_fn", "+model.params.learning_rate=0.1"]
+INPUT_FNS = ["data=input_fn", "data.train_fn=estimator_models.train_input_fn", "data.eval_fn=estimator_models.eval_input_fn"]
+
+
+@pytest.fixture
+def trained(make_cfg, tmp_path):
+    """The tutorial CNN model_fn trained 30 steps on synthetic data (monitored backend)."""
+    cfg = make_cfg(*CNN, "train.max_steps=30", "session=monitored")
+    metrics = execute(cfg, str(tmp_path))
+    return tmp_path, metrics
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_tutorial_cnn_model_fn_trains_with_its_own_train_op(make_cfg, tmp_path, session):
+    metrics = execute(make_cfg(*CNN, f"session={session}", "train.max_steps=60"), str(tmp_path))
+    assert metrics["global_step"] == 60 and 0 <= metrics["eval_accuracy"] <= 1
+    assert "accuracy" in json.loads((tmp_path / "metrics.json").read_text())["objective"]
+
+
+def test_evaluate_reports_eval_metric_ops(make_cfg, trained, capsys):
+    run_dir, train_metrics = trained
+    result = execute(make_cfg(*CNN, "mode=evaluate"), str(run_dir))
+    assert result["global_step"] == 30
+    assert result["metrics"]["accuracy"] == pytest.approx(train_metrics["eval_accuracy"])
+    assert result["metrics"]["loss"] == pytest.approx(train_metrics["eval_loss"], rel=1e-5)
+    assert json.loads((run_dir / "eval_metrics.json").read_text())["metrics"] == result["metrics"]
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["global_step"] == 30
+
+
+def test_evaluate_a_given_checkpoint(make_cfg, trained):
+    run_dir, _ = trained
+    result = execute(make_cfg(*CNN, "mode=evaluate", f"eval.checkpoint={run_dir / 'checkpoints' / 'model.ckpt-0'}"),
+                     str(run_dir))
+    assert result["global_step"] == 0
+
+
+def test_predict_writes_predictions(make_cfg, trained):
+    run_dir, _ = trained
+    result = execute(make_cfg(*CNN, "mode=predict"), str(run_dir))
+    with np.load(result["predictions"]) as f:
+        assert f["classes"].shape == (128,) and f["probabilities"].shape == (128, 10)  # the test split
+        np.testing.assert_allclose(f["probabilities"].sum(axis=1), 1, rtol=1e-5)
+
+
+def test_predict_a_given_file(make_cfg, trained, tmp_path):
+    run_dir, _ = trained
+    np.savez(tmp_path / "few.npz", x=np.zeros((5, 28, 28), np.uint8))
+    result = execute(make_cfg(*CNN, "mode=predict", f"predict.input={tmp_path / 'few.npz'}",
+                              f"predict.output={tmp_path / 'out.npz'}"), str(run_dir))
+    assert result["count"] == 5 and os.path.exists(tmp_path / "out.npz")
+
+
+def test_export_a_servable_saved_model(make_cfg, trained):
+    run_dir, _ = trained
+    result = execute(make_cfg(*CNN, "mode=export"), str(run_dir))
+    export_dir = result["export_dir"]
+    assert export_dir.endswith(os.path.join("export", "30"))
+    cli = shutil.which("saved_model_cli")
+    if cli:
+        shown = subprocess.run([cli, "show", "--all", "--dir", export_dir], capture_output=True, text=True)
+        assert shown.returncode == 0 and "serving_default" in shown.stdout and "classes" in shown.stdout
+    loaded = tf.saved_model.load(export_dir)
+    images = tf.constant(np.random.default_rng(0).uniform(size=(3, 28, 28, 1)).astype(np.float32))
+    out = loaded.signatures["serving_default"](x=images)
+    assert out["classes"].shape == (3,) and out["probabilities"].shape == (3, 10)
+    # The same classes as the checkpoint predicts in graph mode.
+    with pytest.raises(ConfigError, match="exists"):
+        execute(make_cfg(*CNN, "mode=export"), str(run_dir))
+
+
+def test_export_outputs_name_the_signatures(make_cfg, tmp_path):
+    execute(make_cfg("model=model_fn", "model.fn=estimator_models.cnn_model_fn_exports", "train.max_steps=2"), str(tmp_path))
+    result = execute(make_cfg("model=model_fn", "model.fn=estimator_models.cnn_model_fn_exports", "mode=export"), str(tmp_path))
+    assert result["signatures"] == ["classify", "serving_default"]
+    loaded = tf.saved_model.load(result["export_dir"])
+    out = loaded.signatures["classify"](x=tf.zeros((2, 28, 28, 1)))
+    assert set(out) == {"scores", "classes"}
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_spec_hooks_and_scaffold_are_honoured(make_cfg, tmp_path, session):
+    from estimator_models import CountingHook
+
+    CountingHook.runs.clear()
+    model = ["model=model_fn", "model.fn=estimator_models.model_fn_with_hooks"]
+    execute(make_cfg(*model, f"session={session}"), str(tmp_path))
+    assert CountingHook.runs == {"training": 20, "chief": 20}
+    reader = tf.train.load_checkpoint(str(tmp_path / "checkpoints" / "model.ckpt-0"))
+    assert reader.get_tensor("init_fn_marker") == 42.0  # the spec's Scaffold init_fn ran
+    execute(make_cfg(*model, "mode=evaluate"), str(tmp_path))
+    assert CountingHook.runs["evaluation"] == 2  # 128 test examples in batches of 64
+    execute(make_cfg(*model, "mode=predict"), str(tmp_path))
+    assert CountingHook.runs["prediction"] == 2
+
+
+@pytest.mark.parametrize("train_fn", ["train_input_fn", "train_input_fn_tensors"])
+def test_input_fns_returning_a_dataset_or_tensors(make_cfg, tmp_path, train_fn):
+    cfg = make_cfg(*CNN, "data=input_fn", f"data.train_fn=estimator_models.{train_fn}",
+                   "data.eval_fn=estimator_models.eval_input_fn", "eval.every_steps=10")
+    metrics = execute(cfg, str(tmp_path))
+    assert metrics["global_step"] == 20
+    evals = [json.loads(l) for l in (tmp_path / "metrics.jsonl").read_text().splitlines() if '"eval"' in l]
+    assert [e["step"] for e in evals] == [10, 20]  # the eval Dataset is re-initialised for every evaluation
+
+
+def test_input_fn_dataset_resumes_its_position(make_cfg, tmp_path):
+    # A model without stateful random ops (tf.layers.dropout restarts its random state on resume).
+    base = ["model=linear", *INPUT_FNS]
+    execute(make_cfg(*base, "train.max_steps=20"), str(tmp_path / "straight"))
+    execute(make_cfg(*base, "train.max_steps=10"), str(tmp_path / "split"))
+    execute(make_cfg(*base, "train.max_steps=20"), str(tmp_path / "split"))
+    a = tf.train.load_checkpoint(str(tmp_path / "straight" / "checkpoints" / "model.ckpt-20"))
+    b = tf.train.load_checkpoint(str(tmp_path / "split" / "checkpoints" / "model.ckpt-20"))
+    for name in a.get_variable_to_shape_map():
+        np.testing.assert_array_equal(a.get_tensor(name), b.get_tensor(name), err_msg=name)
+
+
+def test_train_and_evaluate_needs_an_eval_cadence(make_cfg, tmp_path):
+    with pytest.raises(ConfigError, match="eval.every_steps"):
+        execute(make_cfg(*CNN, "mode=train_and_evaluate", "eval.every_steps=0"), str(tmp_path))
+    metrics = execute(make_cfg(*CNN, "mode=train_and_evaluate", "eval.every_steps=5"), str(tmp_path))
+    assert metrics["global_step"] == 20
+
+
+def test_missing_model_fn_is_a_config_error(make_cfg, tmp_path):
+    with pytest.raises(ConfigError, match="model.fn is not set"):
+        execute(make_cfg("model=model_fn"), str(tmp_path))
+
+
+def test_evaluate_without_a_checkpoint_is_refused(make_cfg, tmp_path):
+    from trainer.errors import CheckpointError
+
+    with pytest.raises(CheckpointError, match="has no checkpoint"):
+        execute(make_cfg(*CNN, "mode=evaluate"), str(tmp_path))
