@@ -3,7 +3,6 @@
 import tensorflow as tf
 
 from models.common import classifier_spec, dropout
-from trainer.estimator import ModeKeys
 
 tf1 = tf.compat.v1
 

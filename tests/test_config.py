@@ -27,7 +27,12 @@ def test_groups_of_the_public_contract_exist():
 
 
 # `hook` holds single hooks, added under a name of the hooks dict (+hook@hooks.NAME=OPTION).
-REQUIRED = {"feed_fn": ["hooks.extra.fn=user_models.zero_scale"]}
+# Options with a required value (???) get one here.
+REQUIRED = {
+    "feed_fn": ["hooks.extra.fn=user_models.zero_scale"],
+    "model_fn": ["model.fn=estimator_models.cnn_model_fn"],
+    "input_fn": ["data.train_fn=estimator_models.train_input_fn", "data.eval_fn=estimator_models.eval_input_fn"],
+}
 
 
 @pytest.mark.parametrize("group,option", [(g, o) for g in GROUPS for o in options(g)])
@@ -38,7 +43,7 @@ def test_every_option_composes_and_validates(make_cfg, group, option):
     elif group == "sweep":  # search spaces, added to a multirun with +sweep=NAME
         cfg = make_cfg(f"+sweep={option}")
     else:
-        cfg = make_cfg(f"{group}={option}")
+        cfg = make_cfg(f"{group}={option}", *REQUIRED.get(option, []))
     OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
     validate(cfg)
 

@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 
-import pytest
 import tensorflow as tf
 
 from trainer.train import run

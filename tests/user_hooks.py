@@ -51,10 +51,13 @@ class CountingHook(tf1.train.SessionRunHook):
 
 
 class FailAt(tf1.train.SessionRunHook):
-    """Raises a RuntimeError after the step that reaches ``step``."""
+    """Raises ``error()`` after the step that reaches ``step`` (a RuntimeError by default)."""
 
     def __init__(self, step: int):
         self.step = step
+
+    def error(self):
+        return RuntimeError(f"planted failure at step {self.step}")
 
     def begin(self):
         self._global_step = tf1.train.get_global_step()
@@ -64,24 +67,14 @@ class FailAt(tf1.train.SessionRunHook):
 
     def after_run(self, run_context, run_values):
         if run_values.results + 1 >= self.step:
-            raise RuntimeError(f"planted failure at step {self.step}")
+            raise self.error()
 
 
-class AbortFrom(tf1.train.SessionRunHook):
+class AbortFrom(FailAt):
     """Raises AbortedError (a session error MonitoredSession recovers from) from ``step`` on."""
 
-    def __init__(self, step: int):
-        self.step = step
-
-    def begin(self):
-        self._global_step = tf1.train.get_global_step()
-
-    def before_run(self, run_context):
-        return tf1.train.SessionRunArgs(self._global_step)
-
-    def after_run(self, run_context, run_values):
-        if run_values.results + 1 >= self.step:
-            raise tf.errors.AbortedError(None, None, "planted session error")
+    def error(self):
+        return tf.errors.AbortedError(None, None, "planted session error")
 
 
 class SlowSteps(tf1.train.SessionRunHook):

@@ -16,7 +16,7 @@ import struct
 import tempfile
 import urllib.request
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Optional
 
 import numpy as np
 

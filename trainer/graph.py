@@ -23,6 +23,7 @@ from trainer.warm_start import make_warm_start_fn
 class TrainGraph:
     graph: object
     global_step: object
+    step_before: object  # the global step read before this run's update (exact for the runner's train op)
     loss: object  # the training loss, also reachable by the name "loss"
     loss_is_finite: object
     train_op: object
@@ -185,10 +186,15 @@ def build_graph(tf, cfg, device: str, arrays=None) -> TrainGraph:
             _add_train_accuracy(tf, spec, train_input.labels)
             train_summaries = list(tf1.get_collection(tf1.GraphKeys.SUMMARIES))
             loss_is_finite = tf.math.is_finite(loss, name="loss_is_finite")
+            # The global step as this run found it: the runner's train op waits for this read, so
+            # hooks fetching it know the step exactly (a plain read of the variable races the update).
+            step_before = tf.identity(global_step.read_value(), name="step_before_update")
+            tf1.add_to_collection(NAMED_TENSOR_PREFIX + "step_before", step_before)
             train_op = spec.train_op
             if train_op is None:
-                train_op = make_train_op(tf, cfg.optimizer, spec.loss, global_step,
-                                         tf1.get_collection(tf1.GraphKeys.UPDATE_OPS), loss_is_finite)
+                with tf.control_dependencies([step_before]):
+                    train_op = make_train_op(tf, cfg.optimizer, spec.loss, global_step,
+                                             tf1.get_collection(tf1.GraphKeys.UPDATE_OPS), loss_is_finite)
             elif getattr(cfg.train.on_nan, "value", cfg.train.on_nan) == "skip_step":
                 raise ConfigError(
                     f"train.on_nan=skip_step: model.fn={cfg.model.fn} returns its own train_op, which the runner "
@@ -231,7 +237,7 @@ def build_graph(tf, cfg, device: str, arrays=None) -> TrainGraph:
         tf1.add_to_collection(tf1.GraphKeys.SAVERS, saver)
         scaffold = make_scaffold(tf, cfg, saver, summary_op, spec.scaffold)
     return TrainGraph(
-        graph=graph, global_step=global_step, loss=loss, loss_is_finite=loss_is_finite, train_op=train_op,
+        graph=graph, global_step=global_step, step_before=step_before, loss=loss, loss_is_finite=loss_is_finite, train_op=train_op,
         train_input=train_input, eval_input=eval_input, eval_metrics=eval_metrics,
         eval_update_op=eval_update_op, eval_reset_op=eval_reset_op, summary_op=summary_op,
         saver=saver, scaffold=scaffold, spec=spec, eval_spec=eval_spec,

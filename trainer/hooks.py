@@ -13,7 +13,6 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 import hydra.utils
-import numpy as np
 import tensorflow as tf
 from omegaconf import OmegaConf
 
@@ -85,10 +84,10 @@ class EvalHook(tf1.train.SessionRunHook):
         self._step = int(session.run(self._graph.global_step))
 
     def before_run(self, run_context):
-        return tf1.train.SessionRunArgs(self._graph.global_step)
+        return tf1.train.SessionRunArgs(self._graph.step_before)
 
     def after_run(self, run_context, run_values):
-        self._step = int(run_values.results) + 1  # fetched before this run's increment
+        self._step = int(run_values.results) + 1
         if self._every and self._step % self._every == 0 and self._step != self._last_eval_step:
             self.evaluate(run_context.session)
 
@@ -132,8 +131,8 @@ class MetricsHook(tf1.train.SessionRunHook):
     loss of the last step, also when another hook stopped training early.
     """
 
-    def __init__(self, loss, global_step, every_steps: int, metrics: MetricsLog):
-        self._fetches = {"step": global_step, "loss": loss}
+    def __init__(self, loss, global_step, step_before, every_steps: int, metrics: MetricsLog):
+        self._fetches = {"step": step_before, "loss": loss}
         self._global_step = global_step
         self._every = max(1, every_steps)
         self._metrics = metrics
@@ -147,7 +146,7 @@ class MetricsHook(tf1.train.SessionRunHook):
         return tf1.train.SessionRunArgs(self._fetches)
 
     def after_run(self, run_context, run_values):
-        step = int(run_values.results["step"]) + 1  # the step fetched is the value before this run's increment
+        step = int(run_values.results["step"]) + 1
         self._last = (step, float(run_values.results["loss"]))
         if step % self._every == 0:
             self._record()
@@ -173,8 +172,8 @@ class NanGuardHook(tf1.train.SessionRunHook):
     skipped step (the runner's guarded train_op left the weights unchanged).
     """
 
-    def __init__(self, loss_is_finite, global_step, on_nan: str, checkpoint_dir: str):
-        self._fetches = {"finite": loss_is_finite, "step": global_step}
+    def __init__(self, loss_is_finite, step_before, on_nan: str, checkpoint_dir: str):
+        self._fetches = {"finite": loss_is_finite, "step": step_before}
         self._on_nan = getattr(on_nan, "value", on_nan)
         self._dir = checkpoint_dir
         self.skipped = 0
@@ -219,8 +218,11 @@ class ProgressHook(tf1.train.SessionRunHook):
         self._bar = None
 
     def begin(self):
-        self._loss = tf1.get_default_graph().get_tensor_by_name("loss:0")
+        from trainer.tf_hooks import tensor
+
+        self._loss = tensor("loss")
         self._global_step = tf1.train.get_global_step()
+        self._step_before = tensor("step_before")
 
     def after_create_session(self, session, coord):
         self._step = int(session.run(self._global_step))
@@ -233,7 +235,7 @@ class ProgressHook(tf1.train.SessionRunHook):
     def before_run(self, run_context):
         upcoming = self._step + 1
         if self._mode != "off" and (upcoming % self._every == 0 or (self._max_steps and upcoming >= self._max_steps)):
-            return tf1.train.SessionRunArgs({"step": self._global_step, "loss": self._loss})
+            return tf1.train.SessionRunArgs({"step": self._step_before, "loss": self._loss})
         return None
 
     def after_run(self, run_context, run_values):

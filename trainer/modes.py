@@ -7,7 +7,6 @@ evaluate / predict / export read a checkpoint and never write to the checkpoint 
 import json
 import logging
 import os
-import time
 from typing import Dict, Optional
 
 import numpy as np
@@ -45,8 +44,6 @@ def _setup(cfg, output_dir):
 
 def _checkpoint(cfg, explicit: Optional[str]) -> str:
     """``explicit`` (a prefix or a dir), else the newest intact checkpoint of ``checkpoint.dir``."""
-    import tensorflow as tf
-
     from trainer import checkpoints
 
     if explicit:
@@ -99,7 +96,7 @@ def evaluate(cfg, output_dir: str) -> Dict:
 
 
 def _prediction_images(cfg, arrays) -> np.ndarray:
-    from trainer.data import load_path, read_idx
+    from trainer.data import read_idx
 
     path = cfg.predict.input
     if not path:

@@ -199,10 +199,10 @@ def _train(tf, cfg, graph, device, ckpt_dir, output_dir, start_step, listeners, 
         config_all, config_chief = config_hooks
         chief_hooks = [
             # First: a NaN step is refused before any other hook (the checkpoint saver) sees it.
-            NanGuardHook(graph.loss_is_finite, graph.global_step, cfg.train.on_nan, ckpt_dir),
+            NanGuardHook(graph.loss_is_finite, graph.step_before, cfg.train.on_nan, ckpt_dir),
             tf1.train.CheckpointSaverHook(ckpt_dir, save_secs=every_secs or None, save_steps=every_steps or None,
                                           saver=graph.saver, listeners=listeners),
-            MetricsHook(graph.loss, graph.global_step, cfg.log.every_steps, metrics),
+            MetricsHook(graph.loss, graph.global_step, graph.step_before, cfg.log.every_steps, metrics),
             eval_hook,
         ]
         if cfg.summary.every_steps:
