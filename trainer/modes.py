@@ -13,7 +13,7 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from trainer.errors import CheckpointError, ConfigError, DataError
-from trainer.train import prepare_config, run
+from trainer.train import _write_json, prepare_config, run
 
 log = logging.getLogger("trainer")
 
@@ -58,13 +58,6 @@ def _checkpoint(cfg, explicit: Optional[str]) -> str:
     if not found:
         raise CheckpointError(f"checkpoint.dir={cfg.checkpoint.dir} has no checkpoint; train first or set checkpoint.dir")
     return found.path
-
-
-def _write_json(path, payload):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(payload, f, indent=2, sort_keys=True)
-    os.replace(tmp, path)
 
 
 def evaluate(cfg, output_dir: str) -> Dict:
