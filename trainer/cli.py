@@ -38,10 +38,18 @@ def task(cfg) -> float:
         from trainer.multirun import run_job
 
         return run_job(cfg, hc)
+
+    def job():
+        resumed = resumed_config(cfg.resume, list(hc.overrides.task)) if cfg.resume else cfg
+        return execute(resumed, hc.runtime.output_dir).get("objective_value")
+
+    return exit_on_error(job)
+
+
+def exit_on_error(fn):
+    """``fn()``, with the runner's errors turned into one ``error:`` line and their exit status."""
     try:
-        if cfg.resume:
-            cfg = resumed_config(cfg.resume, list(hc.overrides.task))
-        return execute(cfg, hc.runtime.output_dir).get("objective_value")
+        return fn()
     except TrainerError as e:
         if _full_errors():
             raise

@@ -282,13 +282,16 @@ class Pipeline:
 
 def make_pipeline(
     tf, images: np.ndarray, labels: np.ndarray, batch_size: int, feature_key: str, train: bool,
-    seed: Optional[int] = None, shuffle_buffer: Optional[int] = None,
+    seed: Optional[int] = None, shuffle_buffer: Optional[int] = None, replicas=(1, 0),
 ) -> Pipeline:
     """Build a pipeline over in-memory arrays in the default graph, fed through placeholders.
 
     Training: seeded shuffle, repeat, fixed-size batches, then ``skip(step)`` so that a
     resumed run, fed its restored global step, sees the same batches as one that never
     stopped. Evaluation: one pass, the last batch may be short.
+
+    ``replicas`` = (N, i): a cluster's training task i of N reads every N-th example from the
+    i-th, and skips step // N batches (asynchronous replicas share the global step).
     """
     tf1 = tf.compat.v1
     prefix = "train_input" if train else "eval_input"
@@ -301,6 +304,8 @@ def make_pipeline(
             skip = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="skip_batches")
             # A seed of None gives TF's nondeterministic shuffle; the buffer default is a full shuffle.
             buffer = shuffle_buffer or max(len(images), 1)
+            if replicas[0] > 1:
+                ds = ds.shard(replicas[0], replicas[1])
             ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True).repeat()
             ds = ds.batch(batch_size, drop_remainder=True).skip(skip)
         else:
@@ -317,7 +322,7 @@ def make_pipeline(
     def feeds(step: int = 0) -> dict:
         feed = {images_ph: images, labels_ph: labels}
         if skip is not None:
-            feed[skip] = step
+            feed[skip] = step // replicas[0]
         return feed
 
     return Pipeline(features, batch_labels, iterator.initializer, feeds)

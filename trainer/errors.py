@@ -54,3 +54,15 @@ class Preempted(TrainerError):
 
 class RecoveryLimitError(TrainingError):
     """The session failed again after ``session.max_recoveries`` recoveries."""
+
+
+class ClusterError(TrainerError):
+    """A cluster task is unreachable or stopped making progress, or a task of a local cluster failed."""
+
+    exit_code = 5
+
+
+class PortInUseError(ClusterError):
+    """This task's port is taken by another process (``distributed=local`` picks other ports)."""
+
+    exit_code = 6

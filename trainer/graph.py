@@ -6,6 +6,7 @@ variables training updates (no checkpoint round trip) and unnamed ``tf.layers``
 find their variables again.
 """
 
+import contextlib
 from dataclasses import dataclass
 from typing import Dict, Optional
 
@@ -37,6 +38,13 @@ class TrainGraph:
     scaffold: object
     spec: EstimatorSpec  # what model_fn returned for TRAIN (its hooks, scaffold)
     eval_spec: EstimatorSpec  # ... and for EVAL (its evaluation_hooks)
+    sync_optimizer: Optional[object] = None  # distributed.sync_replicas: the SyncReplicasOptimizer
+    sync_release_op: Optional[object] = None  # ... and an op handing every worker a token at the end
+
+
+def _device(tf, name: Optional[str]):
+    """``tf.device(name)``, or nothing for None (``tf.device(None)`` would drop the enclosing placement)."""
+    return tf.device(name) if name else contextlib.nullcontext()
 
 
 def load_model_fn(path: str):
@@ -57,15 +65,26 @@ def _as_spec(result, mode: str, path: str) -> EstimatorSpec:
     raise ConfigError(f"model.fn={path} returned {type(result).__name__} for mode {mode}; return trainer.estimator.EstimatorSpec")
 
 
-def make_train_op(tf, optimizer_cfg, loss, global_step, update_ops, loss_is_finite):
+def make_train_op(tf, optimizer_cfg, loss, global_step, update_ops, loss_is_finite, sync=None):
     """``optimizer.minimize`` after the model's update ops (batch-norm statistics), guarded:
     a step whose loss is NaN or Inf only advances the global step, so bad values never
-    reach the weights (or a checkpoint)."""
+    reach the weights (or a checkpoint).
+
+    ``sync`` = (replicas_to_aggregate, total_num_replicas) wraps the optimizer in
+    SyncReplicasOptimizer (unguarded: its queues cannot live in a cond branch); returns
+    (train_op, sync_optimizer or None).
+    """
     tf1 = tf.compat.v1
     try:
         optimizer = hydra.utils.instantiate(optimizer_cfg)
     except Exception as e:
         raise ConfigError(f"optimizer._target_={optimizer_cfg._target_}: cannot build it ({e})") from None
+    if sync is not None:
+        optimizer = tf1.train.SyncReplicasOptimizer(optimizer, replicas_to_aggregate=sync[0],
+                                                    total_num_replicas=sync[1])
+        with tf.control_dependencies(update_ops):
+            grads_and_vars = optimizer.compute_gradients(loss)
+        return optimizer.apply_gradients(grads_and_vars, global_step=global_step), optimizer
     with tf.control_dependencies(update_ops):
         grads_and_vars = optimizer.compute_gradients(loss)
     return tf1.cond(
@@ -73,7 +92,7 @@ def make_train_op(tf, optimizer_cfg, loss, global_step, update_ops, loss_is_fini
         lambda: optimizer.apply_gradients(grads_and_vars, global_step=global_step),
         lambda: tf.group(tf1.assign_add(global_step, 1)),
         name="train_op",
-    )
+    ), None
 
 
 def _add_train_accuracy(tf, spec, labels) -> None:
@@ -131,8 +150,11 @@ def make_scaffold(tf, cfg, saver, summary_op, spec_scaffold=None):
     return tf1.train.Scaffold(saver=saver, summary_op=summary_op, init_fn=init_fn, **fields)
 
 
-def make_inputs(tf, cfg, arrays, params):
-    """The training and evaluation pipelines: over the loaded arrays, or from the config's input_fns."""
+def make_inputs(tf, cfg, arrays, params, replicas=(1, 0)):
+    """The training and evaluation pipelines: over the loaded arrays, or from the config's input_fns.
+
+    ``replicas`` = (number of training tasks, this task's index): each reads its own shard.
+    """
     if arrays is None:
         input_params = dict(params, batch_size=params.get("batch_size", cfg.train.batch_size))
         fns = []
@@ -148,21 +170,34 @@ def make_inputs(tf, cfg, arrays, params):
                 make_input_fn_pipeline(tf, fns[1], False, cfg.data.feature_key, input_params))
     return (
         make_pipeline(tf, arrays.train_x, arrays.train_y, cfg.train.batch_size, cfg.data.feature_key, train=True,
-                      seed=cfg.train.seed, shuffle_buffer=cfg.data.shuffle_buffer),
+                      seed=cfg.train.seed, shuffle_buffer=cfg.data.shuffle_buffer, replicas=replicas),
         make_pipeline(tf, arrays.test_x, arrays.test_y, cfg.eval.batch_size, cfg.data.feature_key, train=False),
     )
 
 
-def build_graph(tf, cfg, device: str, arrays=None) -> TrainGraph:
+def build_graph(tf, cfg, device: str, arrays=None, cluster=None) -> TrainGraph:
     """Build the training and evaluation graph for ``cfg`` on ``device`` (``"cpu"`` or ``"gpu"``).
 
-    ``arrays`` is the loaded dataset; None for ``data=input_fn``.
+    ``arrays`` is the loaded dataset; None for ``data=input_fn``. With ``cluster`` (a
+    ``trainer.distributed.ClusterContext``) the graph is one replica of between-graph training:
+    variables on the ps tasks, every other op on this task, the training data sharded by task.
     """
     tf1 = tf.compat.v1
     model_fn = load_model_fn(cfg.model.fn)
     params = OmegaConf.to_container(cfg.model.params, resolve=True)
     graph = tf.Graph()
-    with graph.as_default():
+    placement, replicas, sync, local_device = contextlib.nullcontext(), (1, 0), None, None
+    if cluster is not None:
+        from trainer.distributed import make_device_setter
+
+        role = cluster.role
+        placement = graph.device(make_device_setter(tf, role, device))  # (tf.device takes no functions)
+        replicas = (role.num_replicas, role.replica_index)
+        if cluster.sync_replicas:
+            sync = (cluster.replicas_to_aggregate or role.num_replicas, role.num_replicas)
+        # Evaluation's metric variables are this task's own, not shared through the ps.
+        local_device = role.device() + ("/device:GPU:0" if device == "gpu" else "/device:CPU:0")
+    with graph.as_default(), placement:
         if cfg.train.seed is not None:
             # tf_keras (behind tf.compat.v1.layers) draws initializer seeds from its own Python
             # generator, not the graph seed: its set_random_seed seeds both (and Python, NumPy).
@@ -171,10 +206,11 @@ def build_graph(tf, cfg, device: str, arrays=None) -> TrainGraph:
             tf_keras.utils.set_random_seed(int(cfg.train.seed))
         global_step = tf1.train.get_or_create_global_step()
         with tf.device("/device:CPU:0"):
-            train_input, eval_input = make_inputs(tf, cfg, arrays, params)
+            train_input, eval_input = make_inputs(tf, cfg, arrays, params, replicas)
 
-        model_device = "/device:GPU:0" if device == "gpu" else None
-        with tf.device(model_device):
+        model_device = "/device:GPU:0" if device == "gpu" and cluster is None else None
+        sync_optimizer = sync_release_op = None
+        with _device(tf, model_device):
             # Entering the root scope here too makes the EVAL call below count layer names from the
             # same start, so unnamed tf.layers get the same names and reuse their variables.
             with tf1.variable_scope(tf1.get_variable_scope()):
@@ -193,8 +229,14 @@ def build_graph(tf, cfg, device: str, arrays=None) -> TrainGraph:
             train_op = spec.train_op
             if train_op is None:
                 with tf.control_dependencies([step_before]):
-                    train_op = make_train_op(tf, cfg.optimizer, spec.loss, global_step,
-                                             tf1.get_collection(tf1.GraphKeys.UPDATE_OPS), loss_is_finite)
+                    train_op, sync_optimizer = make_train_op(
+                        tf, cfg.optimizer, spec.loss, global_step, tf1.get_collection(tf1.GraphKeys.UPDATE_OPS),
+                        loss_is_finite, sync)
+                if sync_optimizer is not None:
+                    sync_release_op = sync_optimizer.get_init_tokens_op(num_tokens=replicas[0])
+            elif sync is not None:
+                raise ConfigError(f"distributed.sync_replicas=true: model.fn={cfg.model.fn} returns its own train_op, "
+                                  "which the runner cannot wrap in SyncReplicasOptimizer; return no train_op")
             elif getattr(cfg.train.on_nan, "value", cfg.train.on_nan) == "skip_step":
                 raise ConfigError(
                     f"train.on_nan=skip_step: model.fn={cfg.model.fn} returns its own train_op, which the runner "
@@ -202,7 +244,7 @@ def build_graph(tf, cfg, device: str, arrays=None) -> TrainGraph:
                 )
 
             variables = set(tf1.global_variables())
-            with tf1.variable_scope(tf1.get_variable_scope(), reuse=True):
+            with _device(tf, local_device), tf1.variable_scope(tf1.get_variable_scope(), reuse=True):
                 try:
                     eval_spec = _as_spec(
                         model_fn(eval_input.features, eval_input.labels, ModeKeys.EVAL, params), "eval", cfg.model.fn
@@ -218,7 +260,7 @@ def build_graph(tf, cfg, device: str, arrays=None) -> TrainGraph:
                     f"model.fn={cfg.model.fn}: the evaluation call created new variables {created[:5]}; "
                     "build layers with tf.compat.v1.layers or tf.compat.v1.get_variable so they are reused"
                 )
-            with tf1.name_scope("eval_metrics"):
+            with _device(tf, local_device), tf1.name_scope("eval_metrics"):
                 metric_ops = dict(eval_spec.eval_metric_ops or {})
                 metric_ops.setdefault("loss", tf1.metrics.mean(eval_spec.loss))
         eval_metrics = {name: value for name, (value, _) in metric_ops.items()}
@@ -241,4 +283,5 @@ def build_graph(tf, cfg, device: str, arrays=None) -> TrainGraph:
         train_input=train_input, eval_input=eval_input, eval_metrics=eval_metrics,
         eval_update_op=eval_update_op, eval_reset_op=eval_reset_op, summary_op=summary_op,
         saver=saver, scaffold=scaffold, spec=spec, eval_spec=eval_spec,
+        sync_optimizer=sync_optimizer, sync_release_op=sync_release_op,
     )

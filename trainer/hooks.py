@@ -61,6 +61,17 @@ class InputInitHook(tf1.train.SessionRunHook):
         session.run(self._pipeline.initializer, feed_dict=self._pipeline.feeds(step))
 
 
+class ReleaseSyncWorkersHook(tf1.train.SessionRunHook):
+    """SyncReplicasOptimizer, on the chief: at the end, hand every worker a token, so that none stays
+    blocked waiting for an update that will not come (TensorFlow leaves them hanging)."""
+
+    def __init__(self, release_op):
+        self._release_op = release_op
+
+    def end(self, session):
+        session.run(self._release_op)
+
+
 class EvalHook(tf1.train.SessionRunHook):
     """Evaluates on the test split every ``every_steps`` and at the end, in the training session.
 

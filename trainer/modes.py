@@ -13,13 +13,27 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from trainer.errors import CheckpointError, ConfigError, DataError
-from trainer.train import _write_json, prepare_config, run
+from trainer.train import write_json, prepare_config, run
 
 log = logging.getLogger("trainer")
 
 
 def execute(cfg, output_dir: str) -> Dict:
     """Run ``cfg.mode``; returns its result record (metrics for train and evaluate)."""
+    from trainer.cluster import resolve_role
+
+    role = resolve_role(cfg.distributed)
+    if role.kind == "local":
+        from trainer.local_cluster import launch
+
+        return launch(cfg, output_dir)
+    if role.distributed:
+        from trainer.distributed import run_task
+
+        return run_task(cfg, output_dir, role)
+    if os.environ.get("TF_CONFIG"):
+        log.info("TF_CONFIG is set but distributed=none: running as a single process; "
+                 "use distributed=tf_config to join the cluster it describes")
     mode = getattr(cfg.mode, "value", cfg.mode)
     if mode in ("train", "train_and_evaluate"):
         return run(cfg, output_dir)
@@ -82,7 +96,7 @@ def evaluate(cfg, output_dir: str) -> Dict:
     result = {"checkpoint": path, "global_step": int(final.final_ops_values["step"]), "metrics": values,
               "objective": cfg.eval.objective, "objective_value": values.get(cfg.eval.objective)}
     os.makedirs(output_dir, exist_ok=True)
-    _write_json(os.path.join(output_dir, "eval_metrics.json"), result)
+    write_json(os.path.join(output_dir, "eval_metrics.json"), result)
     print(json.dumps(result, sort_keys=True), flush=True)
     log.info("evaluated %s: %s", path, " ".join(f"{k} {v:.4f}" for k, v in sorted(values.items())))
     return result

@@ -17,9 +17,10 @@ RUNS_ROOT = "outputs"
 _SCHEDULE_KEYS = {
     "train.max_steps", "session", "device", "hooks", "hook", "resume",
     "eval.every_steps", "eval.batch_size", "checkpoint.every_steps", "checkpoint.every_secs", "checkpoint.keep",
-    "summary.every_steps", "mode",
+    "summary.every_steps", "mode", "distributed",
 }
-_SCHEDULE_PREFIXES = ("session.", "device.", "hooks.", "hook.", "log.", "predict.", "export.", "eval.checkpoint")
+_SCHEDULE_PREFIXES = ("session.", "device.", "hooks.", "hook.", "log.", "predict.", "export.", "eval.checkpoint",
+                      "distributed.")
 _MAX_NAME = 200  # file names may be 255 bytes
 
 
@@ -53,10 +54,26 @@ def job_dir(overrides) -> str:
     return _name([o for o in overrides if override_key(o) != "resume" and not override_key(o).startswith("sweep.")])
 
 
-def output_subdir(overrides) -> str:
+def _task_name(distributed) -> str:
+    """``worker-1`` for a cluster task other than the chief, else "" (malformed configs are
+    reported by the config checks, not here)."""
+    from trainer.cluster import resolve_role
+
+    try:
+        role = resolve_role(distributed)
+    except Exception:
+        return ""
+    return "" if role.is_chief else role.name
+
+
+def output_subdir(overrides, distributed=None) -> str:
     """Where Hydra saves the job's config. The training run's own ``.hydra`` is kept intact by a
-    resumed run (the runner rewrites it with the merged config once composed) and by the modes
-    that only read the run (evaluate, predict, export): they save theirs beside it."""
+    resumed run (the runner rewrites it with the merged config once composed), by the modes
+    that only read the run (evaluate, predict, export) and by a cluster's other tasks sharing
+    the run dir (on one machine or a shared file system): they save theirs beside it."""
+    task = _task_name(distributed) if distributed is not None else ""
+    if task:
+        return ".hydra/" + task
     for o in overrides:
         if override_key(o) == "resume":
             return ".hydra/resume"
@@ -65,7 +82,14 @@ def output_subdir(overrides) -> str:
     return ".hydra"
 
 
+def log_name(distributed=None) -> str:
+    """The run dir's log file: ``train.log``, or ``train-worker-1.log`` for a cluster's other tasks."""
+    task = _task_name(distributed) if distributed is not None else ""
+    return f"train-{task}.log" if task else "train.log"
+
+
 def register_resolvers() -> None:
-    for name, fn in (("trainer_run_dir", run_dir), ("trainer_job_dir", job_dir), ("trainer_output_subdir", output_subdir)):
+    for name, fn in (("trainer_run_dir", run_dir), ("trainer_job_dir", job_dir), ("trainer_output_subdir", output_subdir),
+                     ("trainer_log_name", log_name)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn)

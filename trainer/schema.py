@@ -10,7 +10,7 @@ Environment (``device``, ``distributed``) is kept apart from schedule (``train``
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -28,7 +28,10 @@ class DeviceKind(Enum):
 
 
 class DistributedKind(Enum):
-    none = "none"
+    none = "none"  # one process
+    cluster = "cluster"  # one task of distributed.cluster: distributed.job_name, distributed.task_index
+    tf_config = "tf_config"  # the cluster and this task from the TF_CONFIG environment variable
+    local = "local"  # spawn a whole cluster of local processes on 127.0.0.1 (development and tests)
 
 
 class OnNan(Enum):
@@ -121,7 +124,20 @@ class DeviceConfig:
 
 @dataclass
 class DistributedConfig:
-    kind: DistributedKind = DistributedKind.none
+    kind: DistributedKind = MISSING
+    # job -> ["host:port", ...] for the jobs chief (at most one task), worker and ps; the evaluator
+    # is not part of it. The same dict on every machine; each machine sets its own job_name/task_index.
+    cluster: Any = None
+    job_name: Optional[str] = None  # this task's job: chief | worker | ps | evaluator
+    task_index: int = 0  # this task's index in its job
+    sync_replicas: bool = False  # SyncReplicasOptimizer: each update averages replicas_to_aggregate gradients
+    replicas_to_aggregate: Optional[int] = None  # null: every training task (chief + workers)
+    max_wait_secs: float = 120.0  # how long a task waits for the cluster to answer and for the chief's init
+    ready_poll_secs: float = 1.0  # seconds between a waiting worker's checks that the model is ready (TF: 30)
+    progress_timeout_secs: float = 600.0  # watchdog: a task with no step done for this long exits naming the unreachable tasks
+    num_ps: int = 1  # distributed=local: ps tasks to spawn
+    num_workers: int = 2  # distributed=local: training tasks to spawn (worker 0 is the chief)
+    host: str = "127.0.0.1"  # distributed=local: the address every task is given
 
 
 @dataclass

@@ -26,20 +26,23 @@ log = logging.getLogger("trainer")
 
 def open_session(kind: str, scaffold, hooks: List, chief_hooks: List, checkpoint_dir: Optional[str],
                  config, is_chief: bool = True, master: str = "", stop_grace_period_secs: int = 120,
-                 max_recoveries: Optional[int] = None, recovery_wait_secs: float = 0.0, global_step=None):
+                 max_recoveries: Optional[int] = None, recovery_wait_secs: float = 0.0, global_step=None,
+                 max_wait_secs: float = 30 * 60, ready_poll_secs: float = 30.0):
     """A session context manager of ``session.kind``: ``plain`` or ``monitored``.
 
     ``monitored`` is what ``MonitoredTrainingSession`` builds (a Chief or Worker session
     creator from the Scaffold inside a MonitoredSession), with the runner's own checkpoint,
     summary and step-counter hooks in place of its defaults, and a creator that bounds the
     recoveries of ``_RecoverableSession`` (it retries session errors forever otherwise).
+    A non-chief waits up to ``max_wait_secs`` for the chief to initialise the model, checking
+    every ``ready_poll_secs``.
     """
     if kind == "monitored":
         if is_chief:
             creator = tf1.train.ChiefSessionCreator(scaffold=scaffold, master=master, config=config,
                                                     checkpoint_dir=checkpoint_dir)
         else:
-            creator = tf1.train.WorkerSessionCreator(scaffold=scaffold, master=master, config=config)
+            creator = PollingWorkerSessionCreator(scaffold, master, config, max_wait_secs, ready_poll_secs)
         creator = BoundedRecoveryCreator(creator, max_recoveries, recovery_wait_secs, global_step)
         all_hooks = (list(chief_hooks) if is_chief else []) + list(hooks)
         return tf1.train.MonitoredSession(session_creator=creator, hooks=all_hooks,
@@ -48,6 +51,25 @@ def open_session(kind: str, scaffold, hooks: List, chief_hooks: List, checkpoint
         ordered = (list(chief_hooks) if is_chief else []) + list(hooks)
         return PlainSession(scaffold, ordered, checkpoint_dir, config, master, stop_grace_period_secs)
     raise NotImplementedError(f"session.kind={kind!r}; use plain or monitored")
+
+
+class PollingWorkerSessionCreator(tf1.train.WorkerSessionCreator):
+    """A WorkerSessionCreator that checks for the chief's initialisation every ``ready_poll_secs``
+    (TensorFlow's SessionManager sleeps 30 s between checks)."""
+
+    def __init__(self, scaffold, master: str, config, max_wait_secs: float, ready_poll_secs: float):
+        super().__init__(scaffold=scaffold, master=master, config=config, max_wait_secs=max_wait_secs)
+        self._ready_poll_secs = ready_poll_secs
+
+    def _get_session_manager(self):
+        if not self._session_manager:
+            scaffold = self._scaffold
+            self._session_manager = tf1.train.SessionManager(
+                local_init_op=scaffold.local_init_op, local_init_feed_dict=scaffold.local_init_feed_dict,
+                ready_op=scaffold.ready_op, ready_for_local_init_op=scaffold.ready_for_local_init_op,
+                graph=tf1.get_default_graph(), recovery_wait_secs=self._ready_poll_secs,
+            )
+        return self._session_manager
 
 
 class BoundedRecoveryCreator(tf1.train.SessionCreator):

@@ -26,6 +26,11 @@ def _stderr_to_devnull():
         os.close(devnull)
 
 
+def quiet_stderr(quiet: bool = True):
+    """File descriptor 2 silenced while ``quiet`` (TensorFlow's C++ logging writes there)."""
+    return _stderr_to_devnull() if quiet else contextlib.nullcontext()
+
+
 def import_tensorflow(verbose: bool = False):
     """Import TensorFlow with its C++ and deprecation noise off unless ``verbose``."""
     if verbose:

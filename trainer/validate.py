@@ -72,5 +72,8 @@ def validate(cfg) -> None:
         raise ConfigError("data.feature_key is empty; set data.feature_key=x")
     if cfg.eval.direction not in ("auto", "maximize", "minimize"):
         raise ConfigError(f"eval.direction={cfg.eval.direction}: use auto, maximize or minimize")
+    from trainer.cluster import check_distributed
+
+    check_distributed(cfg)
     if not cfg.eval.objective:
         raise ConfigError("eval.objective is empty; name an eval metric, e.g. eval.objective=accuracy")
