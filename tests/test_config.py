@@ -32,11 +32,15 @@ REQUIRED = {
     "feed_fn": ["hooks.extra.fn=user_models.zero_scale"],
     "model_fn": ["model.fn=estimator_models.cnn_model_fn"],
     "input_fn": ["data.train_fn=estimator_models.train_input_fn", "data.eval_fn=estimator_models.eval_input_fn"],
+    "cluster": ["+distributed.cluster={ps:['127.0.0.1:2222'],worker:['127.0.0.1:2223']}", "distributed.job_name=worker"],
 }
+TF_CONFIG = '{"cluster": {"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]}, "task": {"type": "worker", "index": 0}}'
 
 
 @pytest.mark.parametrize("group,option", [(g, o) for g in GROUPS for o in options(g)])
-def test_every_option_composes_and_validates(make_cfg, group, option):
+def test_every_option_composes_and_validates(make_cfg, monkeypatch, group, option):
+    if option == "tf_config":
+        monkeypatch.setenv("TF_CONFIG", TF_CONFIG)
     if group == "hook":
         cfg = make_cfg(f"+hook@hooks.extra={option}", *REQUIRED.get(option, []))
         assert cfg.hooks.extra._target_ and cfg.hooks.extra.role in ("chief", "all")

@@ -43,7 +43,12 @@ def task(cfg) -> float:
         resumed = resumed_config(cfg.resume, list(hc.overrides.task)) if cfg.resume else cfg
         return execute(resumed, hc.runtime.output_dir).get("objective_value")
 
-    return exit_on_error(job)
+    objective = exit_on_error(job)
+    if getattr(cfg.distributed.kind, "value", cfg.distributed.kind) in ("cluster", "tf_config"):
+        from trainer.distributed import exit_process
+
+        exit_process(0)  # a cluster task: its gRPC server must go at once
+    return objective
 
 
 def exit_on_error(fn):

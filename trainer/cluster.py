@@ -183,7 +183,7 @@ def check_distributed(cfg) -> None:
         return
     for key in ("max_wait_secs", "ready_poll_secs", "progress_timeout_secs"):
         if not getattr(dist, key) > 0:
-            raise ConfigError(f"distributed.{key}={getattr(dist, key)}: must be > 0")
+            raise ConfigError(f"distributed.{key}={getattr(dist, key):g}: must be > 0")
     session = getattr(cfg.session.kind, "value", cfg.session.kind)
     if session != "monitored":
         raise ConfigError(f"session={session}: a cluster needs MonitoredTrainingSession's chief/worker coordination "

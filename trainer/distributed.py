@@ -17,6 +17,7 @@ Stock TensorFlow waits for ever on a task that is gone: every task here runs a
 import copy
 import logging
 import os
+import queue
 import sys
 import threading
 import time
@@ -191,32 +192,58 @@ def serve_ps(tf, role: Role, server, progress_timeout_secs: float) -> Dict:
     graph = tf.Graph()
     with graph.as_default():
         dequeue = _done_queues(tf, role)[role.index].dequeue()
-        config = tf1.ConfigProto(device_filters=[role.device()])
-        gone_since = None
-        with tf1.Session(server.target, config=config) as sess:
-            log.info("%s: serving until %s are done", role.name, ", ".join(sorted(waiting)))
-            while waiting:
-                try:
-                    name = sess.run(dequeue, options=tf1.RunOptions(timeout_in_ms=2000)).decode()
-                except tf.errors.DeadlineExceededError:
-                    pending = [tuple(n.rsplit("-", 1)) for n in sorted(waiting)]
-                    gone = unreachable(role, [(job, int(i)) for job, i in pending])
-                    if len(gone) < len(pending):
-                        gone_since = None
-                    elif gone_since is None:
-                        gone_since = time.monotonic()
-                    elif time.monotonic() - gone_since > progress_timeout_secs:
-                        raise ClusterError(
-                            f"{role.name}: every training task not done yet has been unreachable for "
-                            f"{progress_timeout_secs:.0f}s ({'; '.join(gone)}); the ps stops. Restart them and this ps"
-                        ) from None
-                    continue
-                if name in waiting:
-                    waiting.discard(name)
-                    log.info("%s: %s is done%s", role.name, name,
-                             f"; waiting for {', '.join(sorted(waiting))}" if waiting else "")
+    sess = tf1.Session(server.target, graph=graph, config=tf1.ConfigProto(device_filters=[role.device()]))
+    # A blocking dequeue in its own thread: a step timeout (RunOptions) would make the master
+    # abort a step every few seconds, and aborted steps stall the ps for everyone.
+    done = queue.Queue()
+
+    def take_tokens():
+        while True:
+            done.put(sess.run(dequeue).decode())
+
+    threading.Thread(target=take_tokens, name="trainer-done-tokens", daemon=True).start()
+    log.info("%s: serving until %s are done", role.name, ", ".join(sorted(waiting)))
+    gone_since = None
+    while waiting:
+        try:
+            name = done.get(timeout=2.0)
+        except queue.Empty:
+            pending = [tuple(n.rsplit("-", 1)) for n in sorted(waiting)]
+            gone = unreachable(role, [(job, int(i)) for job, i in pending])
+            if len(gone) < len(pending):
+                gone_since = None
+            elif gone_since is None:
+                gone_since = time.monotonic()
+            elif time.monotonic() - gone_since > progress_timeout_secs:
+                raise ClusterError(
+                    f"{role.name}: every training task not done yet has been unreachable for "
+                    f"{progress_timeout_secs:.0f}s ({'; '.join(gone)}); the ps stops. Restart them and this ps"
+                ) from None
+            continue
+        if name in waiting:
+            waiting.discard(name)
+            log.info("%s: %s is done%s", role.name, name,
+                     f"; waiting for {', '.join(sorted(waiting))}" if waiting else "")
     log.info("%s: every training task is done; stopping", role.name)
-    return {"status": "finished", "role": role.name}
+    return {"status": "finished", "role": role.name, "pid": os.getpid(),
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+
+def exit_process(code: int = 0) -> None:
+    """End a cluster task's process now, its logs flushed.
+
+    TensorFlow cannot stop a started gRPC server (``GrpcServer::Stop`` is unimplemented): ending
+    the process closes its port at once, so the other tasks see it gone, instead of a server
+    lingering through the interpreter's teardown.
+    """
+    for handler in logging.getLogger().handlers + log.handlers:
+        try:
+            handler.flush()
+        except Exception:
+            pass
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def run_task(cfg, output_dir: str, role: Role) -> Dict:

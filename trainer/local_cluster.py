@@ -251,7 +251,7 @@ def main(argv=None) -> None:
     """One task of a local cluster: ``python -m trainer.local_cluster CONFIG.pkl JOB INDEX RUN_DIR``."""
     from trainer.cli import exit_on_error
     from trainer.cluster import resolve_role
-    from trainer.distributed import run_task
+    from trainer.distributed import exit_process, run_task
 
     config_path, job, index, output_dir = (argv if argv is not None else sys.argv[1:])
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
@@ -260,6 +260,7 @@ def main(argv=None) -> None:
         cfg = pickle.load(f)
     cfg.distributed.job_name, cfg.distributed.task_index = job, int(index)
     exit_on_error(lambda: run_task(cfg, output_dir, resolve_role(cfg.distributed)))
+    exit_process(0)
 
 
 if __name__ == "__main__":

@@ -277,8 +277,8 @@ def _train(tf, cfg, graph, device, ckpt_dir, output_dir, start_step, listeners, 
                                        recovery_wait_secs=cfg.session.recovery_wait_secs,
                                        global_step=graph.global_step, **dist_kwargs)
             except tf.errors.DeadlineExceededError as e:
-                raise ClusterError(f"{cluster.role.name}: {waits_for} took longer than distributed.max_wait_secs="
-                                   f"{cluster.max_wait_secs:g} ({e.message}); start the chief, or raise the wait") from None
+                raise ClusterError(f"{cluster.role.name}: gave up after distributed.max_wait_secs={cluster.max_wait_secs:g} "
+                                   f"waiting for {waits_for} ({e.message}); start it, or raise distributed.max_wait_secs") from None
             with session as sess:
                 loop_started = time.time()
                 timings["session"] = loop_started - mark  # creation, restore, hooks' after_create_session

@@ -1,0 +1,394 @@
+"""Distributed roles: config and TF_CONFIG parsing, and real gRPC clusters on 127.0.0.1.
+
+Cluster tests start real ``train`` processes (or a real local launcher) and check that every
+task exits, the chief's checkpoint reaches ``train.max_steps`` and no process is left behind.
+"""
+
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import TINY
+from trainer.cluster import Role, free_ports, probe, resolve_role
+from trainer.errors import ClusterError, ConfigError, PortInUseError
+
+TRAIN = shutil.which("train") or os.path.join(os.path.dirname(sys.executable), "train")
+# Steps are quick here: the work is in starting processes and in recovering.
+CLUSTER_TINY = [o for o in TINY if not o.startswith(("train.max_steps", "checkpoint.every_steps", "eval.every_steps",
+                                                       "summary.every_steps"))] + [
+    "eval.every_steps=1000", "summary.every_steps=100", "model=mlp", "model.params.hidden_units=[16]", "distributed.ready_poll_secs=0.5",
+    "distributed.max_wait_secs=60", "distributed.progress_timeout_secs=60",
+]
+
+
+# Asynchronous workers finish the steps they have in flight when the global step reaches the
+# target (and read it racing the other workers' updates): the end can pass it by a few steps.
+ASYNC_OVERSHOOT = 4
+
+
+class Dist:
+    """A stand-in for the ``distributed`` config node."""
+
+    def __init__(self, **kw):
+        defaults = dict(kind="cluster", cluster=None, job_name=None, task_index=0, num_ps=1, num_workers=2)
+        self.__dict__.update(defaults, **kw)
+
+
+CLUSTER = {"chief": ["h0:2000"], "worker": ["h1:2000", "h2:2000"], "ps": ["h3:2000", "h4:2000"]}
+
+
+# --- roles -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("task_type,index,is_chief,replica", [
+    ("chief", 0, True, 0), ("worker", 0, False, 1), ("worker", 1, False, 2), ("ps", 1, False, 0),
+    ("evaluator", 0, False, 0),
+])
+def test_tf_config_each_task_type(task_type, index, is_chief, replica):
+    env = {"TF_CONFIG": json.dumps({"cluster": CLUSTER, "task": {"type": task_type, "index": index}})}
+    role = resolve_role(Dist(kind="tf_config"), env)
+    assert (role.job, role.index, role.is_chief) == (task_type, index, is_chief)
+    assert role.num_replicas == 3 and role.replica_index == replica
+    assert role.cluster["ps"] == ("h3:2000", "h4:2000")
+
+
+def test_worker_0_is_chief_without_chief_job():
+    cluster = {"worker": ["a:1", "b:1"], "ps": ["c:1"]}
+    assert resolve_role(Dist(cluster=cluster, job_name="worker", task_index=0)).is_chief
+    assert not resolve_role(Dist(cluster=cluster, job_name="worker", task_index=1)).is_chief
+    assert resolve_role(Dist(kind="none")).is_chief
+
+
+@pytest.mark.parametrize("kw,env,fragment", [
+    (dict(job_name="bogus"), None, "distributed.job_name=bogus: unknown job"),
+    (dict(job_name="worker", task_index=2), None, "distributed.task_index=2: job worker has 2 task(s), so the index must be 0..1"),
+    (dict(job_name="chief"), None, "distributed.job_name=chief: the cluster has no chief job"),
+    (dict(job_name=None), None, "distributed.job_name is not set"),
+    (dict(cluster={"worker": ["a:1"]}, job_name="worker"), None, "has no ps task"),
+    (dict(cluster={"worker": ["a"], "ps": ["b:1"]}, job_name="worker"), None, "'a' is not host:port"),
+    (dict(cluster={"worker": ["a:1"], "ps": ["a:1"]}, job_name="worker"), None, "a:1 is given to more than one task"),
+    (dict(cluster={"master": ["a:1"], "ps": ["b:1"]}, job_name="ps"), None, "distributed.cluster.master: unknown job"),
+    (dict(cluster=None, job_name="ps"), None, "distributed.cluster is not set"),
+    (dict(kind="tf_config"), {}, "the TF_CONFIG environment variable is not set"),
+    (dict(kind="tf_config"), {"TF_CONFIG": "{bad"}, "TF_CONFIG is not valid JSON"),
+    (dict(kind="tf_config"), {"TF_CONFIG": json.dumps({"cluster": CLUSTER, "task": {"type": "worker", "index": 5}})},
+     "TF_CONFIG task.index=5: job worker has 2 task(s)"),
+])
+def test_bad_cluster_specs(kw, env, fragment):
+    kw = dict(dict(cluster={"worker": ["a:1", "b:1"], "ps": ["c:1"]}), **kw)
+    with pytest.raises(ConfigError) as e:
+        resolve_role(Dist(**kw), env if env is not None else {})
+    assert fragment in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("overrides,fragment", [
+    (["session=plain"], "session=plain: a cluster needs MonitoredTrainingSession"),
+    (["mode=evaluate"], "mode=evaluate: a cluster only trains"),
+    (["distributed.sync_replicas=true", "train.on_nan=skip_step"], "train.on_nan=skip_step: SyncReplicasOptimizer"),
+    (["distributed.replicas_to_aggregate=3"], "distributed.replicas_to_aggregate=3: must be 1..2"),
+    (["distributed.max_wait_secs=0"], "distributed.max_wait_secs=0: must be > 0"),
+])
+def test_cluster_config_rules(make_cfg, overrides, fragment):
+    from trainer.validate import validate
+
+    cfg = make_cfg("distributed=cluster", "+distributed.cluster={ps:['127.0.0.1:1'],worker:['127.0.0.1:2','127.0.0.1:3']}",
+                   "distributed.job_name=worker", *overrides)
+    with pytest.raises(ConfigError) as e:
+        validate(cfg)
+    assert fragment in str(e.value)
+
+
+def test_run_dir_leaves_out_distributed_and_tasks_keep_their_own_hydra_dir():
+    from trainer.paths import log_name, output_subdir, run_dir
+
+    overrides = ["model=mlp", "distributed=cluster", "distributed.job_name=worker", "distributed.task_index=1"]
+    assert run_dir(overrides) == run_dir(["model=mlp"]) == "outputs/model-mlp"
+    worker1 = Dist(cluster={"worker": ["a:1", "b:1"], "ps": ["c:1"]}, job_name="worker", task_index=1)
+    chief = Dist(cluster={"worker": ["a:1", "b:1"], "ps": ["c:1"]}, job_name="worker", task_index=0)
+    assert output_subdir(overrides, worker1) == ".hydra/worker-1" and log_name(worker1) == "train-worker-1.log"
+    assert output_subdir(overrides, chief) == ".hydra" and log_name(chief) == "train.log"
+
+
+# --- pieces with TensorFlow, in process --------------------------------------------------
+
+
+def test_port_in_use_names_the_port():
+    import tensorflow as tf
+
+    from trainer.distributed import start_server
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        role = Role("cluster", {"ps": (f"127.0.0.1:{port}",), "worker": ("127.0.0.1:1",)}, "ps", 0)
+        with pytest.raises(PortInUseError) as e:
+            start_server(tf, role)
+    assert f"ps-0 cannot listen on port {port}" in str(e.value) and "in use" in str(e.value)
+
+
+def test_watchdog_exits_naming_the_unreachable_task(capsys):
+    from trainer.distributed import Watchdog
+
+    ps_port, me = free_ports("127.0.0.1", 2)
+    role = Role("cluster", {"ps": (f"127.0.0.1:{ps_port}",), "worker": (f"127.0.0.1:{me}",)}, "worker", 0)
+    codes = []
+    dog = Watchdog(role, exit=codes.append)
+    dog.expect(1.0, "waiting for the ps tasks")
+    deadline = time.time() + 10
+    while not codes and time.time() < deadline:
+        time.sleep(0.1)
+    dog.stop()
+    assert codes == [ClusterError.exit_code]
+    err = capsys.readouterr().err
+    assert f"ps 0 at 127.0.0.1:{ps_port}" in err and "waiting for the ps tasks" in err
+
+
+def test_watchdog_beats_keep_it_quiet():
+    from trainer.distributed import Watchdog
+
+    codes = []
+    dog = Watchdog(Role("cluster", {"ps": ("127.0.0.1:1",), "worker": ("127.0.0.1:2",)}, "worker", 0), exit=codes.append)
+    dog.expect(1.0, "training")
+    for _ in range(20):
+        time.sleep(0.1)
+        dog.beat()
+    dog.stop()
+    assert codes == []
+
+
+# --- real clusters ------------------------------------------------------------------------
+
+
+def _cluster_arg(ps, workers):
+    quoted = lambda addrs: ",".join(f"'127.0.0.1:{p}'" for p in addrs)  # noqa: E731
+    return f"+distributed.cluster={{ps:[{quoted(ps)}],worker:[{quoted(workers)}]}}"
+
+
+def _start(cwd, job, index, cluster_arg, *extra):
+    log = open(os.path.join(cwd, f"{job}-{index}.out"), "ab")
+    args = [TRAIN, *CLUSTER_TINY, "distributed=cluster", cluster_arg, f"distributed.job_name={job}",
+            f"distributed.task_index={index}", *extra]
+    return subprocess.Popen(args, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _wait_all(procs, timeout=240):
+    deadline = time.time() + timeout
+    codes = {}
+    for name, proc in procs.items():
+        try:
+            codes[name] = proc.wait(max(deadline - time.time(), 1))
+        except subprocess.TimeoutExpired:
+            for p in procs.values():
+                p.kill()
+            raise AssertionError(f"{name} did not end in time")
+    return codes
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie has ended
+        return f.read().split(") ")[-1][0] != "Z"
+
+
+def _ckpt_steps(ckpt_dir):
+    return sorted(int(m.group(1)) for p in glob.glob(os.path.join(ckpt_dir, "model.ckpt-*.index"))
+                  if (m := re.search(r"ckpt-(\d+)\.index$", p)))
+
+
+def _run_dir(cwd, timeout=120):
+    """The chief's run dir, once it exists."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        found = [d for d in glob.glob(os.path.join(cwd, "outputs", "*")) if os.path.exists(os.path.join(d, "checkpoints"))]
+        if found:
+            return found[0]
+        time.sleep(0.2)
+    raise AssertionError(f"no run dir under {cwd}/outputs")
+
+
+def _wait_for_step(run, step, timeout=120):
+    metrics_jsonl = os.path.join(run, "metrics.jsonl")
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(metrics_jsonl):
+            with open(metrics_jsonl) as f:
+                steps = [json.loads(line).get("step", 0) for line in f if line.strip()]
+            if steps and max(steps) >= step:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"step {step} not reached in {metrics_jsonl}")
+
+
+def _output(cwd, name):
+    with open(os.path.join(cwd, f"{name}.out"), errors="replace") as f:
+        return f.read()
+
+
+def test_local_cluster_trains_to_max_steps(tmp_path):
+    """One command: 1 ps + 2 workers; the chief's checkpoint reaches max_steps, every task exits 0."""
+    max_steps = 300
+    proc = subprocess.run([TRAIN, *CLUSTER_TINY, "distributed=local", f"train.max_steps={max_steps}",
+                           "checkpoint.every_steps=100"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    (run,) = glob.glob(str(tmp_path / "outputs" / "*"))
+    metrics = json.load(open(os.path.join(run, "metrics.json")))
+    assert metrics["status"] == "finished" and metrics["role"] == "worker-0"
+    assert max_steps <= metrics["global_step"] <= max_steps + ASYNC_OVERSHOOT
+    assert _ckpt_steps(os.path.join(run, "checkpoints"))[-1] == metrics["global_step"]
+    worker1 = json.load(open(os.path.join(run, "tasks", "worker-1", "metrics.json")))
+    ps0 = json.load(open(os.path.join(run, "tasks", "ps-0", "metrics.json")))
+    assert worker1["status"] == "finished" and worker1["local_steps"] > 0 and ps0["status"] == "finished"
+    assert metrics["local_steps"] + worker1["local_steps"] >= max_steps
+    assert sorted(os.listdir(os.path.join(run, "logs"))) == [
+        "cluster-config.pkl", "cluster-config.yaml", "ps-0.log", "worker-0.log", "worker-1.log"]
+    assert "[worker-1]" in proc.stdout and "[    ps-0]" in proc.stdout  # the combined view
+    for record in (metrics, worker1, ps0):
+        assert not _alive(record["pid"])
+
+    # The same command again: nothing to do.
+    again = subprocess.run([TRAIN, *CLUSTER_TINY, "distributed=local", f"train.max_steps={max_steps}",
+                            "checkpoint.every_steps=100"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "nothing to do" in again.stderr + again.stdout
+
+
+def test_local_cluster_sync_replicas_and_a_taken_port(tmp_path, make_cfg, monkeypatch):
+    """sync_replicas: every update averages both workers' gradients and the chief stops exactly at
+    max_steps. The first ports picked include one another process holds: the cluster starts again."""
+    from trainer import local_cluster
+    from trainer.modes import execute
+
+    busy = socket.socket()
+    busy.bind(("", 0))
+    busy.listen()
+    taken = busy.getsockname()[1]
+    picks = []
+
+    def ports(host, count):
+        picks.append(count)
+        found = free_ports(host, count)
+        return [taken] + found[1:] if len(picks) == 1 else found
+
+    monkeypatch.setattr(local_cluster, "free_ports", ports)
+    cfg = make_cfg(*CLUSTER_TINY, "distributed=local", "distributed.sync_replicas=true", "train.max_steps=60",
+                   "checkpoint.every_steps=null")
+    try:
+        metrics = execute(cfg, str(tmp_path / "run"))
+    finally:
+        busy.close()
+    assert len(picks) == 2  # started again on other ports
+    assert metrics["status"] == "finished" and metrics["global_step"] == 60
+    assert _ckpt_steps(str(tmp_path / "run" / "checkpoints"))[-1] == 60
+    worker1 = json.load(open(tmp_path / "run" / "tasks" / "worker-1" / "metrics.json"))
+    assert worker1["status"] == "finished" and worker1["local_steps"] > 0
+    assert f"port {taken}" in open(tmp_path / "run" / "logs" / "ps-0.log").read()
+
+
+def test_worker_killed_and_restarted_rejoins(tmp_path):
+    """Separately started tasks (distributed=cluster); worker 1 is killed mid-run and started again."""
+    ps, w0, w1 = free_ports("127.0.0.1", 3)
+    cluster = _cluster_arg([ps], [w0, w1])
+    max_steps = 3000
+    extra = [f"train.max_steps={max_steps}", "checkpoint.every_steps=500", "log.every_steps=50"]
+    procs = {"ps": _start(tmp_path, "ps", 0, cluster, *extra), "w0": _start(tmp_path, "worker", 0, cluster, *extra),
+             "w1": _start(tmp_path, "worker", 1, cluster, *extra)}
+    try:
+        run = _run_dir(tmp_path)
+        _wait_for_step(run, 300)
+        procs["w1"].kill()
+        procs["w1"].wait()
+        procs["w1"] = _start(tmp_path, "worker", 1, cluster, *extra)
+        codes = _wait_all(procs)
+    finally:
+        for p in procs.values():
+            p.kill()
+    assert codes == {"ps": 0, "w0": 0, "w1": 0}, {n: _output(tmp_path, n)[-1500:] for n in ("ps-0", "worker-1")}
+    metrics = json.load(open(os.path.join(run, "metrics.json")))
+    assert metrics["status"] == "finished" and max_steps <= metrics["global_step"] <= max_steps + ASYNC_OVERSHOOT
+    assert json.load(open(os.path.join(run, "tasks", "worker-1", "metrics.json")))["status"] == "finished"
+    assert "worker-1 is done" in _output(tmp_path, "ps-0")
+    assert os.path.exists(os.path.join(run, ".hydra", "config.yaml"))
+    assert os.path.exists(os.path.join(run, ".hydra", "worker-1", "config.yaml"))
+
+
+def test_ps_killed_and_restarted_workers_recover_from_the_checkpoint(tmp_path):
+    ps, w0, w1 = free_ports("127.0.0.1", 3)
+    cluster = _cluster_arg([ps], [w0, w1])
+    max_steps = 2500
+    extra = [f"train.max_steps={max_steps}", "checkpoint.every_steps=200", "log.every_steps=50"]
+    procs = {"ps": _start(tmp_path, "ps", 0, cluster, *extra), "w0": _start(tmp_path, "worker", 0, cluster, *extra),
+             "w1": _start(tmp_path, "worker", 1, cluster, *extra)}
+    try:
+        run = _run_dir(tmp_path)
+        _wait_for_step(run, 500)
+        procs["ps"].kill()
+        procs["ps"].wait()
+        time.sleep(1)
+        procs["ps"] = _start(tmp_path, "ps", 0, cluster, *extra)
+        codes = _wait_all(procs)
+    finally:
+        for p in procs.values():
+            p.kill()
+    assert codes == {"ps": 0, "w0": 0, "w1": 0}, {n: _output(tmp_path, n)[-1500:] for n in ("worker-0", "worker-1")}
+    chief_log = _output(tmp_path, "worker-0")
+    assert "recovered: training continues from step" in chief_log
+    metrics = json.load(open(os.path.join(run, "metrics.json")))
+    assert metrics["status"] == "finished" and max_steps <= metrics["global_step"] <= max_steps + ASYNC_OVERSHOOT
+
+
+def test_unreachable_ps_fails_within_the_wait_naming_it(tmp_path):
+    ps, w0 = free_ports("127.0.0.1", 2)
+    started = time.time()
+    proc = subprocess.run(
+        [TRAIN, *CLUSTER_TINY, "distributed=cluster", _cluster_arg([ps], [w0]), "distributed.job_name=worker",
+         "distributed.max_wait_secs=5"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == ClusterError.exit_code, proc.stderr[-2000:]
+    assert time.time() - started < 60
+    error = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert error and f"ps 0 at 127.0.0.1:{ps} (Connection refused)" in error[-1]
+
+
+def test_local_cluster_stops_everything_when_a_task_dies(tmp_path):
+    proc = subprocess.Popen([TRAIN, *CLUSTER_TINY, "distributed=local", "train.max_steps=100000"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        victim = None
+        while victim is None and time.time() < deadline:
+            time.sleep(0.5)
+            found = subprocess.run(["pgrep", "-f", f"trainer.local_cluster .*{tmp_path}.* worker 1 "],
+                                   capture_output=True, text=True).stdout.split()
+            run = glob.glob(str(tmp_path / "outputs" / "*" / "metrics.jsonl"))
+            if found and run:  # training has begun
+                victim = int(found[0])
+        assert victim, "worker 1 did not start"
+        os.kill(victim, signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == ClusterError.exit_code
+    assert re.search(r"error: worker-1 failed \(exit status -9\).*the other tasks were stopped", err), err[-2000:]
+    others = subprocess.run(["pgrep", "-f", f"trainer.local_cluster .*{tmp_path}"], capture_output=True, text=True)
+    assert others.stdout.strip() == ""
+
+
+def test_probe():
+    (port,) = free_ports("127.0.0.1", 1)
+    assert probe(f"127.0.0.1:{port}") is not None
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))
+        s.listen()
+        assert probe(f"127.0.0.1:{port}") is None
