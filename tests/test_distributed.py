@@ -256,6 +256,9 @@ def test_local_cluster_trains_to_max_steps(tmp_path):
     assert sorted(os.listdir(os.path.join(run, "logs"))) == [
         "cluster-config.pkl", "cluster-config.yaml", "ps-0.log", "worker-0.log", "worker-1.log"]
     assert "[worker-1]" in proc.stdout and "[    ps-0]" in proc.stdout  # the combined view
+    worker1_log = open(os.path.join(run, "logs", "worker-1.log")).read()
+    assert "hooks (all): WatchdogHook" in worker1_log and "hooks (chief)" not in worker1_log
+    assert "CheckpointSaverHook" in open(os.path.join(run, "logs", "worker-0.log")).read()
     for record in (metrics, worker1, ps0):
         assert not _alive(record["pid"])
 
@@ -383,6 +386,33 @@ def test_local_cluster_stops_everything_when_a_task_dies(tmp_path):
     assert re.search(r"error: worker-1 failed \(exit status -9\).*the other tasks were stopped", err), err[-2000:]
     others = subprocess.run(["pgrep", "-f", f"trainer.local_cluster .*{tmp_path}"], capture_output=True, text=True)
     assert others.stdout.strip() == ""
+
+
+def test_tf_config_with_distributed_none_is_logged(make_cfg, tmp_path, monkeypatch, caplog):
+    import logging
+
+    from trainer.modes import execute
+
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": CLUSTER, "task": {"type": "worker", "index": 0}}))
+    with caplog.at_level(logging.INFO, logger="trainer"):
+        metrics = execute(make_cfg("train.max_steps=5"), str(tmp_path))
+    assert metrics["status"] == "finished"
+    assert "TF_CONFIG is set but distributed=none: running as a single process" in caplog.text
+
+
+def test_evaluator_evaluates_the_chiefs_checkpoints_until_max_steps(make_cfg, tmp_path, monkeypatch):
+    """The TF_CONFIG evaluator reads the chief's checkpoint dir (a shared file system) and stops
+    after the checkpoint at train.max_steps."""
+    from trainer.modes import execute
+
+    run = str(tmp_path / "run")
+    trained = execute(make_cfg("train.max_steps=20"), run)
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": CLUSTER, "task": {"type": "evaluator", "index": 0}}))
+    result = execute(make_cfg("train.max_steps=20", "distributed=tf_config", "distributed.progress_timeout_secs=30"), run)
+    assert result["global_step"] == 20 and result["checkpoint"].endswith("model.ckpt-20")
+    assert result["metrics"]["accuracy"] == pytest.approx(trained["eval_accuracy"])
+    saved = json.load(open(tmp_path / "run" / "tasks" / "evaluator-0" / "eval_metrics.json"))
+    assert saved["global_step"] == 20
 
 
 def test_probe():

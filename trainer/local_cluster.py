@@ -83,18 +83,21 @@ def _spawn(task: _Task, config_path: str, output_dir: str) -> None:
         )
 
 
-def _stop(tasks: List[_Task], sig=signal.SIGTERM) -> None:
-    for task in tasks:
-        if task.proc and task.proc.poll() is None:
-            task.proc.send_signal(sig)
-    deadline = time.monotonic() + STOP_GRACE_SECS
-    for task in tasks:
-        if task.proc:
-            try:
-                task.proc.wait(max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired:
-                task.proc.kill()
-                task.proc.wait()
+def _stop(tasks: List[_Task]) -> None:
+    """SIGTERM the training tasks first (the chief saves a checkpoint while the ps tasks still hold
+    the variables), then the ps tasks; kill whatever is left after the grace period."""
+    for group in ([t for t in tasks if t.job != "ps"], [t for t in tasks if t.job == "ps"]):
+        for task in group:
+            if task.proc and task.proc.poll() is None:
+                task.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_SECS
+        for task in group:
+            if task.proc:
+                try:
+                    task.proc.wait(max(deadline - time.monotonic(), 0.1))
+                except subprocess.TimeoutExpired:
+                    task.proc.kill()
+                    task.proc.wait()
 
 
 def _stream(tasks: List[_Task], width: int) -> None:
@@ -137,7 +140,7 @@ def _supervise(tasks: List[_Task], chief: _Task, dist, signals: _Signals) -> str
         if signals.received and not forwarded:
             log.warning("%s: stopping every task (the chief saves a checkpoint)", signal.Signals(signals.received).name)
             for task in tasks:
-                if task.proc.poll() is None:
+                if task.job != "ps" and task.proc.poll() is None:
                     task.proc.send_signal(signal.SIGTERM)
             forwarded = True
         codes = {task.name: task.proc.poll() for task in tasks}
@@ -145,6 +148,10 @@ def _supervise(tasks: List[_Task], chief: _Task, dist, signals: _Signals) -> str
             if all(code is not None for code in codes.values()):
                 _stream(tasks, width)
                 return "preempted"
+            if all(codes[t.name] is not None for t in tasks if t.job != "ps"):
+                for task in tasks:  # the workers are gone: the ps tasks have nothing left to serve
+                    if task.proc.poll() is None:
+                        task.proc.send_signal(signal.SIGTERM)
             continue
         for task in tasks:
             code = codes[task.name]
