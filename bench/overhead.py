@@ -38,7 +38,7 @@ def _config(model: str, batch: int, examples: int, session: str, output_dir: str
 def measure(session: str, args) -> dict:
     from trainer.data import load_arrays
     from trainer.graph import build_graph
-    from trainer.hooks import MetricsLog
+    from trainer.hooks import MetricsLog, make_config_hooks
     from trainer.preemption import PreemptionHandler
     from trainer.sessions import open_session
     from trainer.tfenv import import_tensorflow, session_config
@@ -51,7 +51,7 @@ def measure(session: str, args) -> dict:
     metrics = MetricsLog(os.path.join(workdir, "metrics.jsonl"))
     with graph.graph.as_default():
         hooks, chief_hooks, _ = make_training_hooks(tf, cfg, graph, cfg.checkpoint.dir, metrics, PreemptionHandler(),
-                                                    listeners=[], config_hooks=([], []))
+                                                    listeners=[], config_hooks=make_config_hooks(cfg.hooks))
         with open_session(session, graph.scaffold, hooks, chief_hooks, cfg.checkpoint.dir,
                           session_config(tf, cfg.device, "cpu")) as sess:
             raw = sess.raw_session if hasattr(sess, "raw_session") else sess._tf_sess()

@@ -10,7 +10,7 @@ Environment (``device``, ``distributed``) is kept apart from schedule (``train``
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING

@@ -181,6 +181,51 @@ def _graph_config(cfg) -> Dict:
     }
 
 
+def make_training_hooks(tf, cfg, graph, ckpt_dir, metrics, preemption, listeners, config_hooks, is_chief=True,
+                        cluster=None):
+    """The hooks of a training run: (every task's, the chief's, the EvalHook among them), in the
+    order both backends run them (the chief's first)."""
+    from trainer.hooks import EvalHook, InputInitHook, MetricsHook, NanGuardHook, ReleaseSyncWorkersHook
+    from trainer.preemption import PreemptionHook
+
+    tf1 = tf.compat.v1
+    every_steps, every_secs = cfg.checkpoint.every_steps, cfg.checkpoint.every_secs
+    if not every_steps and not every_secs:
+        every_steps = cfg.train.max_steps  # only the first and the final save
+    hooks = [
+        InputInitHook(graph.train_input, graph.global_step),
+        tf1.train.StopAtStepHook(last_step=cfg.train.max_steps),
+        PreemptionHook(preemption),
+    ]
+    eval_hook = EvalHook(graph, cfg.eval.every_steps, metrics,
+                         summary_dir=os.path.join(ckpt_dir, "eval"))
+    eval_hook.skip_final = lambda: preemption.signum is not None
+    config_all, config_chief = config_hooks
+    chief_hooks = [
+        # First: a NaN step is refused before any other hook (the checkpoint saver) sees it.
+        NanGuardHook(graph.loss_is_finite, graph.step_before, cfg.train.on_nan, ckpt_dir),
+        tf1.train.CheckpointSaverHook(ckpt_dir, save_secs=every_secs or None, save_steps=every_steps or None,
+                                      saver=graph.saver, listeners=listeners),
+        MetricsHook(graph.loss, graph.global_step, graph.step_before, cfg.log.every_steps, metrics),
+        eval_hook,
+    ]
+    if cfg.summary.every_steps:
+        chief_hooks.append(tf1.train.SummarySaverHook(save_steps=cfg.summary.every_steps, output_dir=ckpt_dir,
+                                                      summary_op=graph.summary_op))
+    if cluster is not None:
+        from trainer.distributed import make_watchdog_hook
+
+        hooks.insert(0, make_watchdog_hook(tf, cluster.watchdog, cluster.progress_timeout_secs))
+    if graph.sync_optimizer is not None:
+        # On every worker, not only the chief: it initialises each worker's local step.
+        hooks.append(graph.sync_optimizer.make_session_run_hook(is_chief, num_tokens=-1))
+        chief_hooks.append(ReleaseSyncWorkersHook(graph.sync_release_op))
+    hooks += list(graph.spec.training_hooks) + config_all
+    chief_hooks += list(graph.spec.training_chief_hooks) + config_chief
+    eval_hook.listeners = [h for h in config_all + config_chief if hasattr(h, "on_eval")]
+    return hooks, chief_hooks, eval_hook
+
+
 def _train(tf, cfg, graph, device, ckpt_dir, output_dir, start_step, listeners, config_hooks, timings,
            cluster=None) -> Dict:
     """The training loop over either backend; returns the metrics (or the preemption record).
@@ -188,11 +233,10 @@ def _train(tf, cfg, graph, device, ckpt_dir, output_dir, start_step, listeners, 
     ``start_step`` is the restored checkpoint's step, or None for a cluster's non-chief worker
     (which never reads the checkpoint dir).
     """
-    from trainer.hooks import EvalHook, InputInitHook, MetricsHook, MetricsLog, NanGuardHook, ReleaseSyncWorkersHook
-    from trainer.preemption import PreemptionHandler, PreemptionHook
+    from trainer.hooks import EvalHook, MetricsLog
+    from trainer.preemption import PreemptionHandler
     from trainer.sessions import open_session
 
-    tf1 = tf.compat.v1
     session_kind = _kind(cfg.session.kind)
     config = session_config(tf, cfg.device, device, len(visible_gpus(tf)) if device == "gpu" else 0)
     is_chief, master, dist_kwargs = True, "", {}
@@ -216,40 +260,8 @@ def _train(tf, cfg, graph, device, ckpt_dir, output_dir, start_step, listeners, 
     else:
         if is_chief:
             log.info("checkpoint.dir %s: %s", ckpt_dir, f"resuming from step {start_step}" if start_step else "new run")
-        every_steps, every_secs = cfg.checkpoint.every_steps, cfg.checkpoint.every_secs
-        if not every_steps and not every_secs:
-            every_steps = cfg.train.max_steps  # only the first and the final save
-        hooks = [
-            InputInitHook(graph.train_input, graph.global_step),
-            tf1.train.StopAtStepHook(last_step=cfg.train.max_steps),
-            PreemptionHook(preemption),
-        ]
-        eval_hook = EvalHook(graph, cfg.eval.every_steps, metrics,
-                             summary_dir=os.path.join(ckpt_dir, "eval"))
-        eval_hook.skip_final = lambda: preemption.signum is not None
-        config_all, config_chief = config_hooks
-        chief_hooks = [
-            # First: a NaN step is refused before any other hook (the checkpoint saver) sees it.
-            NanGuardHook(graph.loss_is_finite, graph.step_before, cfg.train.on_nan, ckpt_dir),
-            tf1.train.CheckpointSaverHook(ckpt_dir, save_secs=every_secs or None, save_steps=every_steps or None,
-                                          saver=graph.saver, listeners=listeners),
-            MetricsHook(graph.loss, graph.global_step, graph.step_before, cfg.log.every_steps, metrics),
-            eval_hook,
-        ]
-        if cfg.summary.every_steps:
-            chief_hooks.append(tf1.train.SummarySaverHook(save_steps=cfg.summary.every_steps, output_dir=ckpt_dir,
-                                                          summary_op=graph.summary_op))
-        if cluster is not None:
-            from trainer.distributed import make_watchdog_hook
-
-            hooks.insert(0, make_watchdog_hook(tf, cluster.watchdog, cluster.progress_timeout_secs))
-        if graph.sync_optimizer is not None:
-            # On every worker, not only the chief: it initialises each worker's local step.
-            hooks.append(graph.sync_optimizer.make_session_run_hook(is_chief, num_tokens=-1))
-            chief_hooks.append(ReleaseSyncWorkersHook(graph.sync_release_op))
-        hooks += list(graph.spec.training_hooks) + config_all
-        chief_hooks += list(graph.spec.training_chief_hooks) + config_chief
-        eval_hook.listeners = [h for h in config_all + config_chief if hasattr(h, "on_eval")]
+        hooks, chief_hooks, eval_hook = make_training_hooks(tf, cfg, graph, ckpt_dir, metrics, preemption, listeners,
+                                                            config_hooks, is_chief, cluster)
         log.info("session=%s device=%s model=%s data=%s", session_kind, device, cfg.model.name, cfg.data.name)
         if is_chief:
             log.info("hooks (chief): %s", ", ".join(type(h).__name__ for h in chief_hooks))
@@ -290,6 +302,8 @@ def _train(tf, cfg, graph, device, ckpt_dir, output_dir, start_step, listeners, 
                     while not sess.should_stop():
                         last_step = sess.run(fetches)
                         local_steps += 1
+                    if cluster is not None:
+                        _leave_session_open(sess)
                 except tf.errors.OutOfRangeError as e:
                     # MonitoredSession would read this as the end of the input and exit cleanly; the
                     # training input repeats for ever, so it is a failure here.
@@ -343,6 +357,15 @@ def _train(tf, cfg, graph, device, ckpt_dir, output_dir, start_step, listeners, 
     result = dict(base, status="finished", objective=objective, objective_value=metrics.eval[objective])
     result.update({f"eval_{k}": v for k, v in metrics.eval.items() if k not in ("kind", "step", "time")})
     return result
+
+
+def _leave_session_open(sess) -> None:
+    """A cluster task at its normal end: hooks' ``end()`` still runs (final checkpoint and
+    evaluation), but the gRPC session is not closed: the process ends right after, and closing
+    blocked on the ps for 5 to 46 s at the end of cluster runs here (cause not found in TF)."""
+    raw = sess._tf_sess() if hasattr(sess, "_tf_sess") else None
+    if raw is not None:
+        raw.close = lambda: None
 
 
 def _ignore_cancelled_queue_runners(tf) -> None:
