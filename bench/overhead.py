@@ -12,6 +12,7 @@ more than that from run to run.
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -35,18 +36,18 @@ def _config(model: str, batch: int, examples: int, session: str, output_dir: str
         ])
 
 
-def measure(session: str, args) -> dict:
+def _measure_in(workdir: str, session: str, args) -> dict:
+    from trainer.tfenv import import_tensorflow, session_config
+
+    tf = import_tensorflow()  # first, quietly: the modules below import TensorFlow too
     from trainer.data import load_arrays
     from trainer.graph import build_graph
     from trainer.hooks import MetricsLog, make_config_hooks
     from trainer.preemption import PreemptionHandler
     from trainer.sessions import open_session
-    from trainer.tfenv import import_tensorflow, session_config
     from trainer.train import make_training_hooks, prepare_config
 
-    workdir = tempfile.mkdtemp(prefix=f"overhead-{session}-")
     cfg = prepare_config(_config(args.model, args.batch, args.examples, session, workdir, args.every_steps), workdir)
-    tf = import_tensorflow()
     graph = build_graph(tf, cfg, "cpu", load_arrays(cfg.data))
     metrics = MetricsLog(os.path.join(workdir, "metrics.jsonl"))
     with graph.graph.as_default():
@@ -66,6 +67,16 @@ def measure(session: str, args) -> dict:
                     for _ in range(args.steps):
                         contenders[name]()
                     per_step[name].append((time.perf_counter() - started) / args.steps)
+    tf.compat.v1.summary.FileWriterCache.clear()
+    return per_step
+
+
+def measure(session: str, args) -> dict:
+    workdir = tempfile.mkdtemp(prefix=f"overhead-{session}-")
+    try:
+        per_step = _measure_in(workdir, session, args)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     runner, bare = statistics.median(per_step["runner"]), statistics.median(per_step["bare"])
     return {"session": session, "runner_ms": runner * 1e3, "bare_ms": bare * 1e3,
             "overhead_ms": (runner - bare) * 1e3, "ratio": bare / runner,

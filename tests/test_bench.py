@@ -20,3 +20,18 @@ def test_bench_quick_runs_every_contender(tmp_path):
         assert numbers["first_step_secs"][name] > 0
     assert 0 < numbers["meta_bytes"] < 1_000_000
     assert numbers["input_examples_per_sec"] > 0
+
+
+def test_overhead_script_measures_both_backends(tmp_path):
+    from hydra.core.global_hydra import GlobalHydra
+
+    from bench.overhead import main
+
+    GlobalHydra.instance().clear()
+    out = tmp_path / "overhead.json"
+    results = main(["--model", "mlp", "--steps", "5", "--blocks", "2", "--warmup", "2", "--examples", "500",
+                    "--json", str(out)])
+    assert [r["session"] for r in results] == ["plain", "monitored"]
+    for r in results:
+        assert r["runner_ms"] > 0 and r["bare_ms"] > 0 and len(r["blocks"]["runner"]) == 2
+    assert json.loads(out.read_text())["results"][1]["session"] == "monitored"
