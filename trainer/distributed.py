@@ -179,8 +179,9 @@ def signal_done(tf, role: Role, target: str, watchdog: Watchdog, max_wait_secs: 
     with graph.as_default():
         enqueue = tf.group(*[q.enqueue(tf.constant(role.name)) for q in _done_queues(tf, role)])
         config = tf1.ConfigProto(device_filters=["/job:ps", role.device()])
-        with tf1.Session(target, config=config) as sess:
-            sess.run(enqueue)
+        # Not closed: the last token ends the ps at once, so a close would only log a failed
+        # CleanupGraph on it; the process exits right after.
+        tf1.Session(target, config=config).run(enqueue)
     log.info("%s: done; told %d ps task(s)", role.name, len(role.cluster["ps"]))
 
 
