@@ -300,25 +300,33 @@ def test_local_cluster_sync_replicas_and_a_taken_port(tmp_path, make_cfg, monkey
     assert f"port {taken}" in open(tmp_path / "run" / "logs" / "ps-0.log").read()
 
 
-def test_worker_killed_and_restarted_rejoins(tmp_path):
-    """Separately started tasks (distributed=cluster); worker 1 is killed mid-run and started again."""
+def _kill_and_restart(tmp_path, victim, max_steps, every_steps, kill_at):
+    """Start ps 0, worker 0 and worker 1 as separate ``train`` processes; once the chief logs step
+    ``kill_at``, kill ``victim`` ("ps" or "worker-1") with SIGKILL and start it again with the same
+    role. Returns the exit codes and the run dir."""
     ps, w0, w1 = free_ports("127.0.0.1", 3)
     cluster = _cluster_arg([ps], [w0, w1])
-    max_steps = 3000
-    extra = [f"train.max_steps={max_steps}", "checkpoint.every_steps=500", "log.every_steps=50"]
-    procs = {"ps": _start(tmp_path, "ps", 0, cluster, *extra), "w0": _start(tmp_path, "worker", 0, cluster, *extra),
-             "w1": _start(tmp_path, "worker", 1, cluster, *extra)}
+    extra = [f"train.max_steps={max_steps}", f"checkpoint.every_steps={every_steps}", "log.every_steps=50"]
+    roles = {"ps": ("ps", 0), "worker-0": ("worker", 0), "worker-1": ("worker", 1)}
+    procs = {name: _start(tmp_path, job, index, cluster, *extra) for name, (job, index) in roles.items()}
     try:
         run = _run_dir(tmp_path)
-        _wait_for_step(run, 300)
-        procs["w1"].kill()
-        procs["w1"].wait()
-        procs["w1"] = _start(tmp_path, "worker", 1, cluster, *extra)
-        codes = _wait_all(procs)
+        _wait_for_step(run, kill_at)
+        procs[victim].kill()
+        procs[victim].wait()
+        time.sleep(1)
+        procs[victim] = _start(tmp_path, *roles[victim], cluster, *extra)
+        return _wait_all(procs), run
     finally:
         for p in procs.values():
             p.kill()
-    assert codes == {"ps": 0, "w0": 0, "w1": 0}, {n: _output(tmp_path, n)[-1500:] for n in ("ps-0", "worker-1")}
+
+
+def test_worker_killed_and_restarted_rejoins(tmp_path):
+    """Separately started tasks (distributed=cluster); worker 1 is killed mid-run and started again."""
+    max_steps = 3000
+    codes, run = _kill_and_restart(tmp_path, "worker-1", max_steps, every_steps=500, kill_at=300)
+    assert codes == {"ps": 0, "worker-0": 0, "worker-1": 0}, {n: _output(tmp_path, n)[-1500:] for n in ("ps-0", "worker-1")}
     metrics = json.load(open(os.path.join(run, "metrics.json")))
     assert metrics["status"] == "finished" and max_steps <= metrics["global_step"] <= max_steps + ASYNC_OVERSHOOT
     assert json.load(open(os.path.join(run, "tasks", "worker-1", "metrics.json")))["status"] == "finished"
@@ -328,26 +336,10 @@ def test_worker_killed_and_restarted_rejoins(tmp_path):
 
 
 def test_ps_killed_and_restarted_workers_recover_from_the_checkpoint(tmp_path):
-    ps, w0, w1 = free_ports("127.0.0.1", 3)
-    cluster = _cluster_arg([ps], [w0, w1])
     max_steps = 2500
-    extra = [f"train.max_steps={max_steps}", "checkpoint.every_steps=200", "log.every_steps=50"]
-    procs = {"ps": _start(tmp_path, "ps", 0, cluster, *extra), "w0": _start(tmp_path, "worker", 0, cluster, *extra),
-             "w1": _start(tmp_path, "worker", 1, cluster, *extra)}
-    try:
-        run = _run_dir(tmp_path)
-        _wait_for_step(run, 500)
-        procs["ps"].kill()
-        procs["ps"].wait()
-        time.sleep(1)
-        procs["ps"] = _start(tmp_path, "ps", 0, cluster, *extra)
-        codes = _wait_all(procs)
-    finally:
-        for p in procs.values():
-            p.kill()
-    assert codes == {"ps": 0, "w0": 0, "w1": 0}, {n: _output(tmp_path, n)[-1500:] for n in ("worker-0", "worker-1")}
-    chief_log = _output(tmp_path, "worker-0")
-    assert "recovered: training continues from step" in chief_log
+    codes, run = _kill_and_restart(tmp_path, "ps", max_steps, every_steps=200, kill_at=500)
+    assert codes == {"ps": 0, "worker-0": 0, "worker-1": 0}, {n: _output(tmp_path, n)[-1500:] for n in ("worker-0", "worker-1")}
+    assert "recovered: training continues from step" in _output(tmp_path, "worker-0")
     metrics = json.load(open(os.path.join(run, "metrics.json")))
     assert metrics["status"] == "finished" and max_steps <= metrics["global_step"] <= max_steps + ASYNC_OVERSHOOT
 

@@ -78,7 +78,6 @@ def run(cfg, output_dir: str, cluster=None) -> Dict:
     timings = {"tensorflow_import": time.time() - started}
 
     # Imported after TensorFlow is (quietly) imported.
-    from trainer import checkpoints
     from trainer.data import load_arrays
     from trainer.graph import build_graph
 
@@ -110,39 +109,20 @@ def run(cfg, output_dir: str, cluster=None) -> Dict:
         config_hooks = make_config_hooks(cfg.hooks)
     train = functools.partial(_train, tf, cfg, graph, device, ckpt_dir, output_dir, listeners=listeners,
                               config_hooks=config_hooks, timings=timings, cluster=cluster)
-    if cluster is not None and not cluster.role.is_chief:
-        # A worker never touches the chief's checkpoint dir: the chief restores and saves.
-        os.makedirs(output_dir, exist_ok=True)
-        log.info("task dir %s", output_dir)
-        try:
-            result = train(start_step=None)
-        finally:
-            tf.compat.v1.summary.FileWriterCache.clear()
-    else:
-        os.makedirs(ckpt_dir, exist_ok=True)
-        with checkpoints.DirLock(ckpt_dir):
-            checkpoints.clean_leftovers(ckpt_dir)
-            intact = checkpoints.find_intact(ckpt_dir)
-            start_step = checkpoints.checkpoint_step(intact.path) if intact else 0
-            if intact:
-                checkpoints.check_compatible(intact.path, graph.graph, ckpt_dir, cfg.model.name, graph_config)
-            previous = _read_metrics(output_dir)
-            # A cluster's chief goes on even so: its workers wait for it to restore the variables.
-            if cluster is None and intact and start_step >= cfg.train.max_steps \
-                    and previous.get("status") == "finished" and previous.get("global_step") == start_step:
-                log.info("checkpoint.dir %s is already at step %d (train.max_steps=%d): nothing to do; metrics in %s",
-                         ckpt_dir, start_step, cfg.train.max_steps, os.path.join(output_dir, "metrics.json"))
-                return previous
-            if intact:
-                checkpoints.repair_state(ckpt_dir, intact)
-            checkpoints.write_manifest(ckpt_dir, graph.graph, cfg.model.name, graph_config)
+    try:
+        if cluster is not None and not cluster.role.is_chief:
+            # A worker never touches the chief's checkpoint dir: the chief restores and saves.
             os.makedirs(output_dir, exist_ok=True)
-            log.info("run dir %s", output_dir)
-            try:
-                result = train(start_step=start_step)
-            finally:
-                # Summary writers hold their graph: close them so that the next job of a sweep starts clean.
-                tf.compat.v1.summary.FileWriterCache.clear()
+            log.info("task dir %s", output_dir)
+            result, finished_before = train(start_step=None), False
+        else:
+            result, finished_before = _train_in_checkpoint_dir(cfg, graph, ckpt_dir, output_dir, graph_config,
+                                                               cluster, train)
+    finally:
+        # Summary writers hold their graph: close them so that the next job of a sweep starts clean.
+        tf.compat.v1.summary.FileWriterCache.clear()
+    if finished_before:
+        return result  # the finished run's metrics, as they were
     result["wall_secs"] = round(time.time() - started, 3)
     result["pid"] = os.getpid()
     result["started_at"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started))
@@ -159,6 +139,33 @@ def run(cfg, output_dir: str, cluster=None) -> Dict:
              " ".join(f"{k} {v:.4f}" for k, v in sorted(result.items()) if k.startswith("eval_")),
              os.path.join(output_dir, "metrics.json"))
     return result
+
+
+def _train_in_checkpoint_dir(cfg, graph, ckpt_dir, output_dir, graph_config, cluster, train):
+    """The chief's part: lock, check and repair ``ckpt_dir``, then ``train`` from its newest intact
+    checkpoint. Returns (metrics, whether the run had already finished: nothing was done)."""
+    from trainer import checkpoints
+
+    os.makedirs(ckpt_dir, exist_ok=True)
+    with checkpoints.DirLock(ckpt_dir):
+        checkpoints.clean_leftovers(ckpt_dir)
+        intact = checkpoints.find_intact(ckpt_dir)
+        start_step = checkpoints.checkpoint_step(intact.path) if intact else 0
+        if intact:
+            checkpoints.check_compatible(intact.path, graph.graph, ckpt_dir, cfg.model.name, graph_config)
+        previous = _read_metrics(output_dir)
+        # A cluster's chief goes on even so: its workers wait for it to restore the variables.
+        if cluster is None and intact and start_step >= cfg.train.max_steps \
+                and previous.get("status") == "finished" and previous.get("global_step") == start_step:
+            log.info("checkpoint.dir %s is already at step %d (train.max_steps=%d): nothing to do; metrics in %s",
+                     ckpt_dir, start_step, cfg.train.max_steps, os.path.join(output_dir, "metrics.json"))
+            return previous, True
+        if intact:
+            checkpoints.repair_state(ckpt_dir, intact)
+        checkpoints.write_manifest(ckpt_dir, graph.graph, cfg.model.name, graph_config)
+        os.makedirs(output_dir, exist_ok=True)
+        log.info("run dir %s", output_dir)
+        return train(start_step=start_step), False
 
 
 def _set_aside(output_dir: str, ckpt_dir: str) -> None:
