@@ -102,11 +102,7 @@ class Watchdog:
         message = (f"{self._role.name}: no progress for {secs:.0f}s while {doing}; {who}. Restart the missing task, "
                    "or raise distributed.max_wait_secs / distributed.progress_timeout_secs")
         log.error(message)
-        for handler in logging.getLogger().handlers + log.handlers:
-            try:
-                handler.flush()
-            except Exception:
-                pass
+        _flush_logs()
         print(f"error: {message}", file=sys.stderr, flush=True)
         self._exit(ClusterError.exit_code)
 
@@ -237,6 +233,12 @@ def exit_process(code: int = 0) -> None:
     the process closes its port at once, so the other tasks see it gone, instead of a server
     lingering through the interpreter's teardown.
     """
+    _flush_logs()
+    os._exit(code)
+
+
+def _flush_logs() -> None:
+    """Before ``os._exit``: what the log handlers and std streams hold reaches the files."""
     for handler in logging.getLogger().handlers + log.handlers:
         try:
             handler.flush()
@@ -244,7 +246,6 @@ def exit_process(code: int = 0) -> None:
             pass
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code)
 
 
 def run_task(cfg, output_dir: str, role: Role) -> Dict:

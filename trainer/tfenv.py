@@ -58,8 +58,7 @@ def set_determinism(tf, deterministic: bool) -> None:
 
 
 def visible_gpus(tf) -> list:
-    quiet = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0") != "0"
-    with _stderr_to_devnull() if quiet else contextlib.nullcontext():
+    with quiet_stderr(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0") != "0"):
         return tf.config.list_physical_devices("GPU")  # without a GPU, CUDA logs a cuInit error here
 
 
