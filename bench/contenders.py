@@ -13,7 +13,7 @@ import time
 
 
 def _arrays(examples):
-    from trainer.data import make_synthetic
+    from trainer.data.sources import make_synthetic
 
     return make_synthetic(examples, 1000)
 
@@ -23,12 +23,12 @@ def hand_loop(args):
     import trainer  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
     from hydra import compose, initialize_config_module
 
-    from trainer.paths import register_resolvers
-    from trainer.schema import register_configs
-    from trainer.tfenv import import_tensorflow
+    from trainer.cli.paths import register_resolvers
+    from trainer.config.schema import register_configs
+    from trainer.session.environment import import_tensorflow
 
     tf = import_tensorflow()
-    from trainer.graph import build_graph
+    from trainer.model.graph import build_graph
 
     register_configs()
     register_resolvers()
@@ -36,7 +36,7 @@ def hand_loop(args):
         cfg = compose("config", overrides=[f"model={args.model}", "data=synthetic", f"train.batch_size={args.batch}",
                                            "device=cpu"])
     arrays = _arrays(args.examples)
-    graph = build_graph(tf, cfg, "cpu", arrays)
+    graph = build_graph(cfg, arrays)
     with graph.graph.as_default(), tf.compat.v1.Session() as sess:
         sess.run(tf.compat.v1.global_variables_initializer())
         sess.run(tf.compat.v1.local_variables_initializer())
@@ -104,14 +104,14 @@ def keras_fit(args, legacy: bool):
 def input_pipeline(args):
     """The training input pipeline alone: examples/s with no model."""
     import trainer  # noqa: F401
-    from trainer.tfenv import import_tensorflow
+    from trainer.session.environment import import_tensorflow
 
     tf = import_tensorflow()
-    from trainer.data import make_pipeline
+    from trainer.data.pipelines import make_pipeline
 
     arrays = _arrays(args.examples)
     with tf.Graph().as_default():
-        pipeline = make_pipeline(tf, arrays.train_x, arrays.train_y, args.batch, "x", train=True, seed=0)
+        pipeline = make_pipeline(arrays.train_x, arrays.train_y, args.batch, "x", train=True, seed=0)
         with tf.compat.v1.Session() as sess:
             sess.run(pipeline.initializer, pipeline.feeds(0))
             fetch = pipeline.features["x"].op  # run the pipeline, do not copy the batch to Python

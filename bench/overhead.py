@@ -22,8 +22,8 @@ import time
 def _config(model: str, batch: int, examples: int, session: str, output_dir: str, every_steps: int):
     from hydra import compose, initialize_config_module
 
-    from trainer.paths import register_resolvers
-    from trainer.schema import register_configs
+    from trainer.cli.paths import register_resolvers
+    from trainer.config.schema import register_configs
 
     register_configs()
     register_resolvers()
@@ -37,24 +37,25 @@ def _config(model: str, batch: int, examples: int, session: str, output_dir: str
 
 
 def _measure_in(workdir: str, session: str, args) -> dict:
-    from trainer.tfenv import import_tensorflow, session_config
+    from trainer.session.environment import import_tensorflow
 
     tf = import_tensorflow()  # first, quietly: the modules below import TensorFlow too
-    from trainer.data import load_arrays
-    from trainer.graph import build_graph
-    from trainer.hooks import MetricsLog, make_config_hooks
-    from trainer.preemption import PreemptionHandler
-    from trainer.sessions import open_session
-    from trainer.train import make_training_hooks, prepare_config
+    from trainer.config.rules import prepare
+    from trainer.data.sources import load_arrays
+    from trainer.hooks.assembly import make_training_hooks, make_user_hooks
+    from trainer.model.graph import build_graph
+    from trainer.records import MetricsLog
+    from trainer.session.device import session_config
+    from trainer.session.factory import open_session
+    from trainer.training.preemption import PreemptionHandler
 
-    cfg = prepare_config(_config(args.model, args.batch, args.examples, session, workdir, args.every_steps), workdir)
-    graph = build_graph(tf, cfg, "cpu", load_arrays(cfg.data))
+    cfg = prepare(_config(args.model, args.batch, args.examples, session, workdir, args.every_steps), workdir)
+    graph = build_graph(cfg, load_arrays(cfg.data))
     metrics = MetricsLog(os.path.join(workdir, "metrics.jsonl"))
     with graph.graph.as_default():
-        hooks, chief_hooks, _ = make_training_hooks(tf, cfg, graph, cfg.checkpoint.dir, metrics, PreemptionHandler(),
-                                                    listeners=[], config_hooks=make_config_hooks(cfg.hooks))
-        with open_session(session, graph.scaffold, hooks, chief_hooks, cfg.checkpoint.dir,
-                          session_config(tf, cfg.device, "cpu")) as sess:
+        hooks = make_training_hooks(cfg, graph, make_user_hooks(cfg), metrics, PreemptionHandler())
+        with open_session(session, graph.scaffold, hooks.every, hooks.chief, cfg.checkpoint.dir,
+                          session_config(cfg.device, "cpu")) as sess:
             raw = sess.raw_session if hasattr(sess, "raw_session") else sess._tf_sess()
             contenders = {"runner": lambda: sess.run(graph.train_op), "bare": lambda: raw.run(graph.train_op)}
             for _ in range(args.warmup):

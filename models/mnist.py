@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from models.common import classifier_spec, dropout
+from trainer.models.common import classifier_spec, dropout
 
 tf1 = tf.compat.v1
 

@@ -6,8 +6,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from trainer.errors import ConfigError
-from trainer.paths import job_dir, run_dir
-from trainer.validate import validate
+from trainer.cli.paths import job_dir, run_dir
+from trainer.config.rules import validate
 
 CONF = os.path.join(os.path.dirname(__file__), "..", "conf")
 GROUPS = sorted(d for d in os.listdir(CONF) if os.path.isdir(os.path.join(CONF, d)) and not d.startswith("_"))
@@ -58,7 +58,7 @@ def test_defaults(make_cfg):
     with initialize_config_module(config_module="trainer.conf", version_base="1.3"):
         cfg = compose("config")
     assert cfg.model.name == "mnist" and cfg.data.name == "mnist"
-    assert cfg.session.kind.value == "monitored" and cfg.device.kind.value == "auto"
+    assert cfg.session.kind == "monitored" and cfg.device.kind == "auto"
     assert cfg.checkpoint.dir is None and cfg.train.max_steps > 0
 
 
@@ -115,11 +115,9 @@ def test_sweep_jobs_keep_every_override():
 
 
 def test_gpu_slot_picks_one_gpu_per_job(make_cfg):
-    import tensorflow as tf
-
-    from trainer.tfenv import session_config
+    from trainer.session.device import session_config
 
     cfg = make_cfg("device=gpu", "device.gpu_slot=5")
-    assert session_config(tf, cfg.device, "gpu", num_gpus=4).gpu_options.visible_device_list == "1"
-    assert session_config(tf, cfg.device, "gpu", num_gpus=4).gpu_options.allow_growth
-    assert session_config(tf, make_cfg("device=cpu").device, "cpu").device_count["GPU"] == 0
+    assert session_config(cfg.device, "gpu", num_gpus=4).gpu_options.visible_device_list == "1"
+    assert session_config(cfg.device, "gpu", num_gpus=4).gpu_options.allow_growth
+    assert session_config(make_cfg("device=cpu").device, "cpu").device_count["GPU"] == 0

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainer import data
+from trainer.data import pipelines, sources as data
 from trainer.errors import DataError
 
 
@@ -160,7 +160,7 @@ def test_pipeline_skip_resumes_the_shuffled_stream():
 
     def batches(skip, n):
         with tf.Graph().as_default():
-            p = data.make_pipeline(tf, arrays.train_x, labels, 8, "x", train=True, seed=3)
+            p = pipelines.make_pipeline(arrays.train_x, labels, 8, "x", train=True, seed=3)
             with tf.compat.v1.Session() as sess:
                 sess.run(p.initializer, p.feeds(skip))
                 return [sess.run(p.labels) for _ in range(n)]
@@ -175,5 +175,5 @@ def test_pipeline_skip_resumes_the_shuffled_stream():
 def test_pipeline_does_not_embed_the_data_in_the_graph():
     arrays = data.make_synthetic(6000, 10)
     with tf.Graph().as_default() as g:
-        data.make_pipeline(tf, arrays.train_x, arrays.train_y, 8, "x", train=True, seed=0)
+        pipelines.make_pipeline(arrays.train_x, arrays.train_y, 8, "x", train=True, seed=0)
         assert len(g.as_graph_def().SerializeToString()) < 100_000

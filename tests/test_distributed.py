@@ -8,20 +8,18 @@ import glob
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 
 import pytest
 
 from conftest import TINY
-from trainer.cluster import Role, free_ports, probe, resolve_role
+from helpers import TRAIN, ckpt_steps as _ckpt_steps, wait_for_step
+from trainer import run as execute
+from trainer.dist.roles import Role, free_ports, probe, resolve_role
 from trainer.errors import ClusterError, ConfigError, PortInUseError
-
-TRAIN = shutil.which("train") or os.path.join(os.path.dirname(sys.executable), "train")
 # Steps are quick here: the work is in starting processes and in recovering.
 CLUSTER_TINY = [o for o in TINY if not o.startswith(("train.max_steps", "checkpoint.every_steps", "eval.every_steps",
                                                        "summary.every_steps"))] + [
@@ -99,7 +97,7 @@ def test_bad_cluster_specs(kw, env, fragment):
     (["distributed.max_wait_secs=0"], "distributed.max_wait_secs=0: must be > 0"),
 ])
 def test_cluster_config_rules(make_cfg, overrides, fragment):
-    from trainer.validate import validate
+    from trainer.config.rules import validate
 
     cfg = make_cfg("distributed=cluster", "+distributed.cluster={ps:['127.0.0.1:1'],worker:['127.0.0.1:2','127.0.0.1:3']}",
                    "distributed.job_name=worker", *overrides)
@@ -109,7 +107,7 @@ def test_cluster_config_rules(make_cfg, overrides, fragment):
 
 
 def test_run_dir_leaves_out_distributed_and_tasks_keep_their_own_hydra_dir():
-    from trainer.paths import log_name, output_subdir, run_dir
+    from trainer.cli.paths import log_name, output_subdir, run_dir
 
     overrides = ["model=mlp", "distributed=cluster", "distributed.job_name=worker", "distributed.task_index=1"]
     assert run_dir(overrides) == run_dir(["model=mlp"]) == "outputs/model-mlp"
@@ -123,9 +121,7 @@ def test_run_dir_leaves_out_distributed_and_tasks_keep_their_own_hydra_dir():
 
 
 def test_port_in_use_names_the_port():
-    import tensorflow as tf
-
-    from trainer.distributed import start_server
+    from trainer.dist.server import start_server
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -133,12 +129,12 @@ def test_port_in_use_names_the_port():
         port = busy.getsockname()[1]
         role = Role("cluster", {"ps": (f"127.0.0.1:{port}",), "worker": ("127.0.0.1:1",)}, "ps", 0)
         with pytest.raises(PortInUseError) as e:
-            start_server(tf, role)
+            start_server(role)
     assert f"ps-0 cannot listen on port {port}" in str(e.value) and "in use" in str(e.value)
 
 
 def test_watchdog_exits_naming_the_unreachable_task(capsys):
-    from trainer.distributed import Watchdog
+    from trainer.dist.watchdog import Watchdog
 
     ps_port, me = free_ports("127.0.0.1", 2)
     role = Role("cluster", {"ps": (f"127.0.0.1:{ps_port}",), "worker": (f"127.0.0.1:{me}",)}, "worker", 0)
@@ -155,7 +151,7 @@ def test_watchdog_exits_naming_the_unreachable_task(capsys):
 
 
 def test_watchdog_beats_keep_it_quiet():
-    from trainer.distributed import Watchdog
+    from trainer.dist.watchdog import Watchdog
 
     codes = []
     dog = Watchdog(Role("cluster", {"ps": ("127.0.0.1:1",), "worker": ("127.0.0.1:2",)}, "worker", 0), exit=codes.append)
@@ -204,11 +200,6 @@ def _alive(pid: int) -> bool:
         return f.read().split(") ")[-1][0] != "Z"
 
 
-def _ckpt_steps(ckpt_dir):
-    return sorted(int(m.group(1)) for p in glob.glob(os.path.join(ckpt_dir, "model.ckpt-*.index"))
-                  if (m := re.search(r"ckpt-(\d+)\.index$", p)))
-
-
 def _run_dir(cwd, timeout=120):
     """The chief's run dir, once it exists."""
     deadline = time.time() + timeout
@@ -218,19 +209,6 @@ def _run_dir(cwd, timeout=120):
             return found[0]
         time.sleep(0.2)
     raise AssertionError(f"no run dir under {cwd}/outputs")
-
-
-def _wait_for_step(run, step, timeout=120):
-    metrics_jsonl = os.path.join(run, "metrics.jsonl")
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if os.path.exists(metrics_jsonl):
-            with open(metrics_jsonl) as f:
-                steps = [json.loads(line).get("step", 0) for line in f if line.strip()]
-            if steps and max(steps) >= step:
-                return
-        time.sleep(0.2)
-    raise AssertionError(f"step {step} not reached in {metrics_jsonl}")
 
 
 def _output(cwd, name):
@@ -254,7 +232,7 @@ def test_local_cluster_trains_to_max_steps(tmp_path):
     assert worker1["status"] == "finished" and worker1["local_steps"] > 0 and ps0["status"] == "finished"
     assert metrics["local_steps"] + worker1["local_steps"] >= max_steps
     assert sorted(os.listdir(os.path.join(run, "logs"))) == [
-        "cluster-config.pkl", "cluster-config.yaml", "ps-0.log", "worker-0.log", "worker-1.log"]
+        "cluster-config.yaml", "ps-0.log", "worker-0.log", "worker-1.log"]
     assert "[worker-1]" in proc.stdout and "[    ps-0]" in proc.stdout  # the combined view
     worker1_log = open(os.path.join(run, "logs", "worker-1.log")).read()
     assert "hooks (all): WatchdogHook" in worker1_log and "hooks (chief)" not in worker1_log
@@ -271,8 +249,7 @@ def test_local_cluster_trains_to_max_steps(tmp_path):
 def test_local_cluster_sync_replicas_and_a_taken_port(tmp_path, make_cfg, monkeypatch):
     """sync_replicas: every update averages both workers' gradients and the chief stops exactly at
     max_steps. The first ports picked include one another process holds: the cluster starts again."""
-    from trainer import local_cluster
-    from trainer.modes import execute
+    from trainer.dist import local as local_cluster
 
     busy = socket.socket()
     busy.bind(("", 0))
@@ -311,7 +288,7 @@ def _kill_and_restart(tmp_path, victim, max_steps, every_steps, kill_at):
     procs = {name: _start(tmp_path, job, index, cluster, *extra) for name, (job, index) in roles.items()}
     try:
         run = _run_dir(tmp_path)
-        _wait_for_step(run, kill_at)
+        wait_for_step(run, kill_at)
         procs[victim].kill()
         procs[victim].wait()
         time.sleep(1)
@@ -364,7 +341,7 @@ def test_local_cluster_stops_everything_when_a_task_dies(tmp_path):
         victim = None
         while victim is None and time.time() < deadline:
             time.sleep(0.5)
-            found = subprocess.run(["pgrep", "-f", f"trainer.local_cluster .*{tmp_path}.* worker 1 "],
+            found = subprocess.run(["pgrep", "-f", f"trainer.cli.task .*{tmp_path}.* worker 1 "],
                                    capture_output=True, text=True).stdout.split()
             run = glob.glob(str(tmp_path / "outputs" / "*" / "metrics.jsonl"))
             if found and run:  # training has begun
@@ -376,14 +353,12 @@ def test_local_cluster_stops_everything_when_a_task_dies(tmp_path):
         proc.kill()
     assert proc.returncode == ClusterError.exit_code
     assert re.search(r"error: worker-1 failed \(exit status -9\).*the other tasks were stopped", err), err[-2000:]
-    others = subprocess.run(["pgrep", "-f", f"trainer.local_cluster .*{tmp_path}"], capture_output=True, text=True)
+    others = subprocess.run(["pgrep", "-f", f"trainer.cli.task .*{tmp_path}"], capture_output=True, text=True)
     assert others.stdout.strip() == ""
 
 
 def test_tf_config_with_distributed_none_is_logged(make_cfg, tmp_path, monkeypatch, caplog):
     import logging
-
-    from trainer.modes import execute
 
     monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": CLUSTER, "task": {"type": "worker", "index": 0}}))
     with caplog.at_level(logging.INFO, logger="trainer"):
@@ -395,8 +370,6 @@ def test_tf_config_with_distributed_none_is_logged(make_cfg, tmp_path, monkeypat
 def test_evaluator_evaluates_the_chiefs_checkpoints_until_max_steps(make_cfg, tmp_path, monkeypatch):
     """The TF_CONFIG evaluator reads the chief's checkpoint dir (a shared file system) and stops
     after the checkpoint at train.max_steps."""
-    from trainer.modes import execute
-
     run = str(tmp_path / "run")
     trained = execute(make_cfg("train.max_steps=20"), run)
     monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": CLUSTER, "task": {"type": "evaluator", "index": 0}}))

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from trainer.errors import ConfigError
-from trainer.modes import execute
+from trainer import run as execute
 
 BACKENDS = ["plain", "monitored"]
 CNN = ["model=model_fn", "model.fn=estimator_models.cnn_model_fn", "+model.params.learning_rate=0.1"]

@@ -9,7 +9,8 @@ import pytest
 import tensorflow as tf
 
 from trainer.errors import ConfigError
-from trainer.train import run
+from helpers import weights as _weights
+from trainer import run
 
 BACKENDS = ["plain", "monitored"]
 
@@ -98,7 +99,7 @@ def test_extra_savers_and_listeners(make_cfg, tmp_path, session, caplog):
     caplog.set_level(logging.INFO, logger="trainer")
     run(make_cfg(f"session={session}", "+hook@hooks.summaries=summary_saver",
                  "+hook@hooks.ckpt=checkpoint_saver", "hooks.ckpt.save_steps=5", "hooks.ckpt.checkpoint_basename=extra.ckpt",
-                 "+checkpoint.listeners.log={_target_: trainer.tf_hooks.LogCheckpointListener}"), str(tmp_path))
+                 "+checkpoint.listeners.log={_target_: trainer.hooks.standard.LogCheckpointListener}"), str(tmp_path))
     files = os.listdir(tmp_path / "checkpoints")
     assert "extra.ckpt-15.index" in files
     saved = [r.getMessage() for r in caplog.records if r.getMessage().startswith("saved checkpoint at step")]
@@ -124,11 +125,6 @@ def test_best_checkpoint_export(make_cfg, tmp_path, session):
     lowest = min(rows, key=lambda r: r["loss"])
     assert best["step"] == lowest["step"] and best["value"] == pytest.approx(lowest["loss"])
     assert tf.train.latest_checkpoint(str(best_dir)).endswith(f"-{lowest['step']}")
-
-
-def _weights(prefix):
-    reader = tf.train.load_checkpoint(prefix)
-    return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
 
 
 def test_warm_start_restores_mapped_variables_only(make_cfg, tmp_path):
@@ -167,15 +163,14 @@ def test_warm_start_mismatch_lists_every_problem(make_cfg, tmp_path):
 
 
 def test_scaffold_ops_from_config(make_cfg, tmp_path):
-    from trainer.graph import build_graph
-
-    from trainer.data import load_arrays
+    from trainer.data.sources import load_arrays
+    from trainer.model.graph import build_graph
 
     cfg = make_cfg("scaffold.local_init_op=[accuracy/total/Assign]")
-    graph = build_graph(tf, cfg, "cpu", load_arrays(cfg.data))
+    graph = build_graph(cfg, load_arrays(cfg.data))
     assert [op.name for op in graph.scaffold.local_init_op.control_inputs] == ["accuracy/total/Assign"]
     with pytest.raises(ConfigError, match="scaffold.ready_op: no tensor named 'nope'"):
-        build_graph(tf, make_cfg("scaffold.ready_op=nope"), "cpu", load_arrays(cfg.data))
+        build_graph(make_cfg("scaffold.ready_op=nope"), load_arrays(cfg.data))
 
 
 @pytest.mark.parametrize("session", BACKENDS)

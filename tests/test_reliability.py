@@ -14,29 +14,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from helpers import TRAIN, dir_state as files, latest_step, wait_for_step as _wait_for_step, weights
+from trainer import run
 from trainer.errors import CheckpointError, CheckpointLockedError, NanLossError, RecoveryLimitError
-from trainer.train import run
 
 BACKENDS = ["plain", "monitored"]
-TRAIN = shutil.which("train")
 SMALL = ["data=synthetic", "data.train_examples=512", "data.test_examples=64", "model=mlp",
          "model.params.hidden_units=[16]", "model.params.dropout_rate=0.3", "train.batch_size=32",
          "log.progress=off", "eval.every_steps=0"]
-
-
-def latest_step(ckpt_dir):
-    path = tf.train.latest_checkpoint(str(ckpt_dir))
-    return int(tf.train.load_variable(path, "global_step")) if path else None
-
-
-def weights(prefix):
-    reader = tf.train.load_checkpoint(str(prefix))
-    return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
-
-
-def files(path):
-    return {p: open(os.path.join(path, p), "rb").read() for p in sorted(os.listdir(path))
-            if os.path.isfile(os.path.join(path, p))}
 
 
 # --- NaN -------------------------------------------------------------------------------------
@@ -192,19 +177,6 @@ def test_a_stale_lock_is_taken_over(make_cfg, tmp_path, caplog):
 
 
 # --- signals and kills: the real command ---------------------------------------------------------
-
-
-def _wait_for_step(run_dir, step, proc, timeout=120):
-    deadline = time.time() + timeout
-    path = os.path.join(run_dir, "metrics.jsonl")
-    while time.time() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        if os.path.exists(path):
-            rows = [json.loads(l) for l in open(path).read().splitlines() if l.strip()]
-            if rows and rows[-1]["step"] >= step:
-                return rows[-1]["step"]
-        time.sleep(0.05)
-    raise AssertionError(f"step {step} not reached")
 
 
 @pytest.mark.parametrize("session", BACKENDS)

@@ -9,7 +9,7 @@ import subprocess
 
 import tensorflow as tf
 
-from trainer.train import run
+from trainer import run
 
 TRAIN = shutil.which("train")
 TINY = ["data=synthetic", "data.train_examples=256", "data.test_examples=64", "model=mlp",
@@ -98,7 +98,7 @@ def test_rerun_skips_finished_and_resumes_unfinished_jobs(tmp_path):
 
 
 def test_a_failing_job_does_not_stop_the_others(tmp_path):
-    proc = sweep(tmp_path, "model.fn=models.mlp.model_fn,user_models.nan_after_5")
+    proc = sweep(tmp_path, "model.fn=trainer.models.mlp.model_fn,user_models.nan_after_5")
     assert proc.returncode != 0  # the sweep reports the failure after every job ran
     found = jobs(tmp_path / "sweep")
     statuses = sorted(m["status"] for m in found.values())
@@ -110,7 +110,7 @@ def test_a_failing_job_does_not_stop_the_others(tmp_path):
 
 
 def test_fail_fast_stops_at_the_first_failure(tmp_path):
-    proc = sweep(tmp_path, "model.fn=user_models.nan_after_5,models.mlp.model_fn", "sweep.fail_fast=true")
+    proc = sweep(tmp_path, "model.fn=user_models.nan_after_5,trainer.models.mlp.model_fn", "sweep.fail_fast=true")
     assert proc.returncode != 0
     assert [m["status"] for m in jobs(tmp_path / "sweep").values() if m] == ["failed"]
 

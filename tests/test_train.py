@@ -7,31 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from helpers import dir_state, read_jsonl as losses, weights
+from trainer import run
 from trainer.errors import CheckpointError
-from trainer.train import run
-
-
-def weights(ckpt_dir):
-    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(ckpt_dir))
-    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
-
-
-def losses(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f]
-
-
-def dir_state(path):
-    """Every file under ``path`` with its size and content digest."""
-    import hashlib
-
-    state = {}
-    for root, _, files in os.walk(path):
-        for name in files:
-            full = os.path.join(root, name)
-            with open(full, "rb") as f:
-                state[os.path.relpath(full, path)] = hashlib.sha256(f.read()).hexdigest()
-    return state
 
 
 @pytest.mark.parametrize("session", ["plain", "monitored"])

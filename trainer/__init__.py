@@ -1,5 +1,21 @@
 """Config-driven training runner for TensorFlow graph-mode models.
 
+:func:`run` is the one entry point: the ``train`` command, sweep jobs, cluster tasks and
+tests all call it. The package reads top to bottom::
+
+    cli/          the train command: Hydra's main, preflight, run-dir names, resume=
+    sweep/        one sweep job around run(); sweep summaries and train-report
+    dist/         cluster roles: servers, the watchdog, the evaluator, the local launcher
+    training/     a training run: orchestration, the loop, its result, signals
+    modes/        evaluate, predict, export
+    hooks/        the runner's hooks, evaluation, the library, the assembly of a run's hooks
+    checkpoints/  a checkpoint dir: intact checkpoints, manifest, lock, the claim before writing
+    session/      TensorFlow's environment, the device, the plain and monitored backends
+    model/        the model_fn, the graph per mode, the train op, the Scaffold, warm start
+    data/         sources (no TensorFlow) and tf.data pipelines
+    config/       schemas, cross-field rules, user code by dotted path or _target_
+    records.py, estimator.py, errors.py
+
 Importing this package sets the environment TensorFlow reads at import time, so
 that it holds for the CLI and for the Python API alike:
 
@@ -12,6 +28,7 @@ Nothing here imports TensorFlow.
 """
 
 import os
+from typing import Dict
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -19,8 +36,55 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 __all__ = ["run"]
 
 
-def run(cfg, output_dir):
-    """Train (or resume) as ``cfg`` says, writing into ``output_dir``; see :func:`trainer.train.run`."""
-    from trainer.train import run as _run
+def run(cfg, workdir: str) -> Dict:
+    """Do what ``cfg`` says (``mode``, ``distributed``) in the run dir ``workdir``; returns the result record.
 
-    return _run(cfg, output_dir)
+    Modes: ``train`` / ``train_and_evaluate`` (metrics.json), ``evaluate`` (eval_metrics.json),
+    ``predict`` (predictions.npz), ``export`` (a SavedModel). Roles: one process, one task of a
+    cluster (``cluster``, ``tf_config``), or a whole cluster of local processes (``local``).
+
+    The config is checked before TensorFlow is imported; the modules that use TensorFlow are
+    imported after it (quietly), which is why the imports below sit in this function.
+
+    Raises:
+      trainer.errors.TrainerError: a failure explained in one line, with its exit status.
+    """
+    import logging
+
+    from trainer.config.rules import prepare
+    from trainer.dist.roles import resolve_role
+    from trainer.session.environment import import_tensorflow
+
+    workdir = os.path.abspath(workdir)
+    cfg = prepare(cfg, workdir)
+    role = resolve_role(cfg.distributed)
+    import_tensorflow(cfg.log.tf_verbose)
+    if role.kind == "local":
+        from trainer.dist.local import launch
+
+        return launch(cfg, workdir)
+    if role.distributed:
+        from trainer.dist.task import run_task
+
+        return run_task(cfg, workdir, role)
+    if os.environ.get("TF_CONFIG"):
+        logging.getLogger("trainer").info(
+            "TF_CONFIG is set but distributed=none: running as a single process; "
+            "use distributed=tf_config to join the cluster it describes")
+    if cfg.mode in ("train", "train_and_evaluate"):
+        from trainer.training.train import train
+
+        return train(cfg, workdir)
+    if cfg.mode == "evaluate":
+        from trainer.modes.evaluate import evaluate
+
+        return evaluate(cfg, workdir)
+    if cfg.mode == "predict":
+        from trainer.modes.predict import predict
+
+        return predict(cfg, workdir)
+    if cfg.mode == "export":
+        from trainer.modes.export import export
+
+        return export(cfg, workdir)
+    raise NotImplementedError(f"mode={cfg.mode}; use train, train_and_evaluate, evaluate, predict or export")

@@ -1,9 +1,15 @@
-"""The runner's errors and the exit status each maps to at the command line.
+"""The runner's errors, the exit status each maps to, and the one-line error boundary.
 
-Inside the task function errors are raised, never turned into ``sys.exit``:
-a Hydra multirun runs every job in one process and a SystemExit would end the
-whole sweep. Only the single-run CLI boundary (``trainer.cli``) maps them.
+Inside the runner errors are raised, never turned into ``sys.exit``: a Hydra
+multirun runs every job in one process and a SystemExit would end the whole
+sweep. Only a process boundary (the ``train`` command, a local cluster's task)
+calls :func:`exit_on_error`, which prints one ``error:`` line and exits with the
+error's status.
 """
+
+import logging
+import os
+import sys
 
 
 class TrainerError(Exception):
@@ -66,3 +72,62 @@ class PortInUseError(ClusterError):
     """This task's port is taken by another process (``distributed=local`` picks other ports)."""
 
     exit_code = 6
+
+
+def full_errors() -> bool:
+    """``HYDRA_FULL_ERROR=1``: show tracebacks instead of one line."""
+    return os.environ.get("HYDRA_FULL_ERROR") == "1"
+
+
+def first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [""])[0]
+
+
+def describe(exc: BaseException) -> str:
+    """The one line an error is reported as: the runner's own message, or ``Type: first line``."""
+    if isinstance(exc, TrainerError):
+        return str(exc)
+    return f"{type(exc).__name__}: {first_line(exc)}"
+
+
+def fail(message: str, code: int):
+    """Print ``error: message`` on stderr and exit with ``code``."""
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(code)
+
+
+def exit_on_error(fn):
+    """``fn()``, with any error turned into one ``error:`` line and its exit status (1 for errors
+    that are not the runner's). ``HYDRA_FULL_ERROR=1`` lets the traceback through."""
+    try:
+        return fn()
+    except TrainerError as e:
+        if full_errors():
+            raise
+        fail(str(e), e.exit_code)
+    except Exception as e:
+        if full_errors():
+            raise
+        fail(f"{describe(e)} (HYDRA_FULL_ERROR=1 shows the traceback)", 1)
+
+
+def flush_logs() -> None:
+    """What the log handlers and std streams hold reaches its files (before ``os._exit``)."""
+    for handler in logging.getLogger().handlers + logging.getLogger("trainer").handlers:
+        try:
+            handler.flush()
+        except Exception:
+            pass
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+def exit_now(code: int = 0) -> None:
+    """End the process at once, its logs flushed.
+
+    For a cluster task: TensorFlow cannot stop a started gRPC server (``GrpcServer::Stop`` is
+    unimplemented), so ending the process is what closes its port, instead of a server lingering
+    through the interpreter's teardown.
+    """
+    flush_logs()
+    os._exit(code)

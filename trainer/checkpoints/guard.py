@@ -1,0 +1,87 @@
+"""The protocol a training run follows in its checkpoint dir before it writes there, and the one
+answer to "has this run finished?".
+
+:func:`claim` locks the dir, removes an interrupted save's leftovers, finds the newest intact
+checkpoint, refuses another model's, repairs the state file and records the manifest; only
+then may the run write.
+"""
+
+import contextlib
+import logging
+import os
+from dataclasses import dataclass
+from typing import Dict, Optional
+
+from omegaconf import OmegaConf
+
+from trainer.checkpoints.intact import checkpoint_step, clean_leftovers, find_intact, repair_state
+from trainer.checkpoints.lock import DirLock
+from trainer.checkpoints.manifest import check_compatible, write_manifest
+from trainer.records import read_json
+
+log = logging.getLogger("trainer")
+
+
+def graph_config(cfg) -> Dict:
+    """The config that shapes the graph's variables: what a resumed run must not change."""
+    return {
+        "model.fn": cfg.model.fn,
+        "model.params": OmegaConf.to_container(cfg.model.params, resolve=True),
+        "optimizer._target_": cfg.optimizer._target_,
+    }
+
+
+def metrics_path(workdir: str) -> str:
+    return os.path.join(workdir, "metrics.json")
+
+
+def _is_final(record: Dict, step: Optional[int], max_steps: int) -> bool:
+    """``record`` (a run's metrics.json) is the final record of the checkpoint at ``step``."""
+    return (step is not None and step >= max_steps and record.get("status") == "finished"
+            and record.get("global_step") == step)
+
+
+def finished_run(cfg, workdir: str) -> Optional[Dict]:
+    """The run's ``metrics.json`` if the run has finished (at ``train.max_steps``, its newest intact
+    checkpoint at the step the record gives), else None."""
+    record = read_json(metrics_path(workdir))
+    if record.get("status") != "finished":
+        return None
+    intact = find_intact(cfg.checkpoint.dir)
+    return record if intact and _is_final(record, checkpoint_step(intact.path), cfg.train.max_steps) else None
+
+
+@dataclass(frozen=True)
+class Claim:
+    start_step: int  # the restored checkpoint's step, 0 for a new run
+    finished: Optional[Dict]  # the finished run's record: there is nothing to do
+
+
+@contextlib.contextmanager
+def claim(cfg, graph, workdir: str):
+    """Hold ``checkpoint.dir`` for a training run of ``graph``; yields a :class:`Claim`.
+
+    Raises:
+      CheckpointLockedError: another live run holds the dir.
+      CheckpointError: no intact checkpoint among several, or another model's (the dir is untouched).
+    """
+    ckpt_dir = cfg.checkpoint.dir
+    os.makedirs(ckpt_dir, exist_ok=True)
+    with DirLock(ckpt_dir):
+        clean_leftovers(ckpt_dir)
+        intact = find_intact(ckpt_dir)
+        start_step = checkpoint_step(intact.path) if intact else 0
+        if intact:
+            check_compatible(intact.path, graph.graph, ckpt_dir, cfg.model.name, graph_config(cfg))
+        previous = read_json(metrics_path(workdir))
+        if intact and _is_final(previous, start_step, cfg.train.max_steps):
+            log.info("checkpoint.dir %s is already at step %d (train.max_steps=%d): nothing to do; metrics in %s",
+                     ckpt_dir, start_step, cfg.train.max_steps, metrics_path(workdir))
+            yield Claim(start_step, previous)
+            return
+        if intact:
+            repair_state(ckpt_dir, intact)
+        write_manifest(ckpt_dir, graph.graph, cfg.model.name, graph_config(cfg))
+        os.makedirs(workdir, exist_ok=True)
+        log.info("run dir %s", workdir)
+        yield Claim(start_step, None)

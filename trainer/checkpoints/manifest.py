@@ -1,0 +1,83 @@
+"""Whether a checkpoint dir fits the graph: ``manifest.json`` (the model, the graph-shaping config,
+every variable) and the checkpoint's own variables, compared with the graph's."""
+
+import hashlib
+import json
+import logging
+import os
+from typing import Dict, List
+
+import tensorflow as tf
+
+from trainer.errors import CheckpointError
+from trainer.records import read_json, write_json
+
+log = logging.getLogger("trainer")
+
+MANIFEST = "manifest.json"
+
+
+def graph_variables(graph) -> Dict[str, List]:
+    with graph.as_default():
+        return {v.op.name: [v.shape.as_list(), v.dtype.base_dtype.name] for v in tf.compat.v1.global_variables()}
+
+
+def config_hash(graph_config: Dict) -> str:
+    return hashlib.sha256(json.dumps(graph_config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _diff(stored: Dict[str, List], wanted: Dict[str, List]) -> List[str]:
+    missing = sorted(set(wanted) - set(stored))
+    unexpected = sorted(set(stored) - set(wanted))
+    reshaped = sorted(f"{n} {stored[n][0]} -> {wanted[n][0]}" for n in set(wanted) & set(stored) if list(stored[n][0]) != wanted[n][0])
+    retyped = sorted(f"{n} {stored[n][1]} -> {wanted[n][1]}" for n in set(wanted) & set(stored)
+                     if len(stored[n]) > 1 and stored[n][1] and stored[n][1] != wanted[n][1])
+    parts = []
+    for label, items in (("missing", missing), ("reshaped", reshaped), ("retyped", retyped), ("unexpected", unexpected)):
+        if items:
+            parts.append(f"{label} {items[:5]}{' ...' if len(items) > 5 else ''}")
+    return parts
+
+
+def check_compatible(path: str, graph, checkpoint_dir: str, model_name: str, graph_config: Dict) -> None:
+    """Refuse a checkpoint dir of another model: the manifest and the checkpoint's variables must fit.
+
+    Config changes that do not shape the graph are allowed and logged.
+
+    Raises:
+      CheckpointError: another model, or variables missing, reshaped or retyped (a readable diff).
+    """
+    wanted = graph_variables(graph)
+    hint = "use init_from.checkpoint to warm start from it, or another checkpoint.dir"
+    manifest = read_manifest(checkpoint_dir)
+    if manifest:
+        if manifest.get("model") != model_name:
+            raise CheckpointError(
+                f"checkpoint.dir={checkpoint_dir} belongs to model={manifest.get('model')}, not model={model_name}; {hint}"
+            )
+        changed = {k: (manifest.get("graph_config", {}).get(k), v) for k, v in graph_config.items()
+                   if manifest.get("graph_config", {}).get(k) != v}
+        if changed:
+            log.info("graph config changed since the checkpoint: %s",
+                     ", ".join(f"{k} {a} -> {b}" for k, (a, b) in sorted(changed.items())))
+    try:
+        stored = {name: [shape] for name, shape in tf.train.list_variables(path)}
+    except Exception as e:
+        raise CheckpointError(f"checkpoint {path} is unreadable ({type(e).__name__}); restore its files or use another checkpoint.dir") from None
+    problems = [p for p in _diff(stored, wanted) if not p.startswith("unexpected")]
+    if problems:
+        raise CheckpointError(f"checkpoint.dir={checkpoint_dir} holds another model ({'; '.join(problems)}); {hint}")
+
+
+def read_manifest(checkpoint_dir: str) -> Dict:
+    return read_json(os.path.join(checkpoint_dir, MANIFEST))
+
+
+def write_manifest(checkpoint_dir: str, graph, model_name: str, graph_config: Dict) -> None:
+    """Record what the checkpoints of this dir hold (kept when it exists: it describes the first run)."""
+    path = os.path.join(checkpoint_dir, MANIFEST)
+    if os.path.exists(path):
+        return
+    payload = {"model": model_name, "graph_config_hash": config_hash(graph_config), "graph_config": graph_config,
+               "variables": graph_variables(graph)}
+    write_json(path, payload, indent=1)

@@ -1,0 +1,54 @@
+"""The ``train`` command: Hydra's entry point, and the place errors become exit statuses.
+
+The task composes the config and hands it to :func:`trainer.run`; a sweep job goes
+through :func:`trainer.sweep.job.run_job`, which calls the same function.
+"""
+
+import sys
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+
+import trainer
+from trainer.cli.paths import register_resolvers
+from trainer.cli.preflight import preflight
+from trainer.cli.resume import resumed_config
+from trainer.config.schema import register_configs
+from trainer.errors import exit_now, exit_on_error
+from trainer.sweep.job import run_job
+
+register_configs()
+register_resolvers()
+
+CONFIG_MODULE = "trainer.conf"
+
+
+@hydra.main(version_base="1.3", config_path="pkg://" + CONFIG_MODULE, config_name="config")
+def task(cfg) -> float:
+    """One job: returns the eval objective for sweepers."""
+    hc = HydraConfig.get()
+    if hc.mode != RunMode.RUN:
+        return run_job(cfg, hc)
+
+    def job():
+        resumed = resumed_config(cfg.resume, list(hc.overrides.task)) if cfg.resume else cfg
+        return trainer.run(resumed, hc.runtime.output_dir).get("objective_value")
+
+    objective = exit_on_error(job)
+    if cfg.distributed.kind in ("cluster", "tf_config"):
+        exit_now(0)  # a cluster task: its gRPC server goes only with the process
+    return objective
+
+
+def main() -> None:
+    preflight(sys.argv[1:], CONFIG_MODULE)
+    try:
+        task()
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        raise SystemExit(130)
+
+
+if __name__ == "__main__":
+    main()

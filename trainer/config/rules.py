@@ -1,0 +1,94 @@
+"""Rules across config fields, checked once before any TensorFlow work.
+
+Types and unknown keys are caught by the schemas when the config is composed;
+what is left here are ranges and combinations. Every error names the key, the
+bad value and the fix, in one line. :func:`prepare` is the boundary every run
+passes: it fills the run-dependent defaults and checks every rule.
+"""
+
+import copy
+import os
+
+from omegaconf import OmegaConf
+
+from trainer.dist.roles import check_distributed
+from trainer.errors import ConfigError
+
+
+def _positive(key, value, allow_none=False, allow_zero=False):
+    if value is None:
+        if allow_none:
+            return
+        raise ConfigError(f"{key}=null: it needs a value; set {key}=N")
+    if value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ConfigError(f"{key}={value}: must be {bound}; set {key} to a number {bound}")
+
+
+def validate(cfg) -> None:
+    """Raise ConfigError for the first rule ``cfg`` breaks."""
+    if OmegaConf.is_missing(cfg.model, "fn"):
+        raise ConfigError("model.fn is not set; give your model_fn as a dotted path, e.g. model.fn=my_pkg.my_module.model_fn")
+    for key in ("train_fn", "eval_fn"):
+        if OmegaConf.is_missing(cfg.data, key):
+            raise ConfigError(f"data.{key} is not set; data=input_fn needs data.train_fn and data.eval_fn (dotted paths)")
+    if cfg.mode == "train_and_evaluate" and not cfg.eval.every_steps:
+        raise ConfigError("mode=train_and_evaluate: eval.every_steps is not set; e.g. eval.every_steps=1000")
+    _positive("train.max_steps", cfg.train.max_steps)
+    _positive("train.batch_size", cfg.train.batch_size)
+    if cfg.train.seed is not None and cfg.train.seed < 0:
+        raise ConfigError(f"train.seed={cfg.train.seed}: must be >= 0, or null for a random seed")
+    _positive("checkpoint.every_steps", cfg.checkpoint.every_steps, allow_none=True, allow_zero=True)
+    _positive("checkpoint.every_secs", cfg.checkpoint.every_secs, allow_none=True, allow_zero=True)
+    if cfg.checkpoint.every_steps and cfg.checkpoint.every_secs:
+        raise ConfigError(
+            f"checkpoint.every_steps={cfg.checkpoint.every_steps} and checkpoint.every_secs={cfg.checkpoint.every_secs}: "
+            "set only one (e.g. checkpoint.every_steps=null to save by time)"
+        )
+    _positive("checkpoint.keep", cfg.checkpoint.keep, allow_zero=True)
+    _positive("summary.every_steps", cfg.summary.every_steps, allow_none=True, allow_zero=True)
+    _positive("eval.every_steps", cfg.eval.every_steps, allow_none=True, allow_zero=True)
+    _positive("eval.batch_size", cfg.eval.batch_size)
+    _positive("log.every_steps", cfg.log.every_steps)
+    _positive("data.train_examples", cfg.data.train_examples, allow_none=True)
+    _positive("data.test_examples", cfg.data.test_examples, allow_none=True)
+    _positive("data.shuffle_buffer", cfg.data.shuffle_buffer, allow_none=True)
+    _positive("device.intra_op_threads", cfg.device.intra_op_threads, allow_zero=True)
+    _positive("device.inter_op_threads", cfg.device.inter_op_threads, allow_zero=True)
+    _positive("session.stop_grace_period_secs", cfg.session.stop_grace_period_secs, allow_zero=True)
+    _positive("device.gpu_slot", cfg.device.gpu_slot, allow_none=True, allow_zero=True)
+    _positive("session.max_recoveries", cfg.session.max_recoveries, allow_none=True, allow_zero=True)
+    _positive("session.recovery_wait_secs", cfg.session.recovery_wait_secs, allow_zero=True)
+    _positive("checkpoint.keep_every_n_hours", cfg.checkpoint.keep_every_n_hours)
+    if cfg.data.path and not os.path.exists(os.path.expanduser(cfg.data.path)):
+        raise ConfigError(f"data.path={cfg.data.path}: no such file or dir; give an mnist.npz file or a folder of IDX files")
+    start = cfg.init_from.checkpoint
+    if start and not (os.path.exists(os.path.expanduser(start)) or os.path.exists(os.path.expanduser(start) + ".index")):
+        raise ConfigError(f"init_from.checkpoint={start}: no such checkpoint or dir; give a checkpoint prefix or a run's checkpoints/ dir")
+    if cfg.checkpoint.dir and os.path.isfile(os.path.expanduser(cfg.checkpoint.dir)):
+        raise ConfigError(f"checkpoint.dir={cfg.checkpoint.dir} is a file; give a directory")
+    lr = cfg.optimizer.get("learning_rate")
+    if lr is not None and not lr > 0:
+        raise ConfigError(f"optimizer.learning_rate={lr}: must be > 0; e.g. optimizer.learning_rate=1e-3")
+    if not cfg.data.feature_key:
+        raise ConfigError("data.feature_key is empty; set data.feature_key=x")
+    if cfg.eval.direction not in ("auto", "maximize", "minimize"):
+        raise ConfigError(f"eval.direction={cfg.eval.direction}: use auto, maximize or minimize")
+    check_distributed(cfg)
+    if not cfg.eval.objective:
+        raise ConfigError("eval.objective is empty; name an eval metric, e.g. eval.objective=accuracy")
+
+
+def prepare(cfg, workdir: str):
+    """A copy of ``cfg`` with the run-dependent defaults filled in (``checkpoint.dir`` inside
+    ``workdir``; any checkpoint.dir made absolute) and every rule checked.
+
+    Raises:
+      ConfigError: the first rule the config breaks.
+    """
+    cfg = copy.deepcopy(cfg)
+    if cfg.checkpoint.dir is None:
+        cfg.checkpoint.dir = os.path.join(workdir, "checkpoints")
+    validate(cfg)
+    cfg.checkpoint.dir = os.path.abspath(os.path.expanduser(cfg.checkpoint.dir))
+    return cfg

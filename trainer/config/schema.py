@@ -1,0 +1,270 @@
+"""Config schemas: one dataclass per config group, registered once in Hydra's ConfigStore.
+
+The YAML files in ``conf/`` start from these schemas in their defaults lists, so a
+typo in a key or a value of the wrong type fails when the config is composed, before
+any TensorFlow work. Rules that span several fields live in ``trainer.validate``.
+
+Environment (``device``, ``distributed``) is kept apart from schedule (``train``,
+``checkpoint``, ``summary``, ``eval``) and from the backend (``session``).
+"""
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Dict, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+class Choice(str, Enum):
+    """A choice the runner owns. A ``str`` too, so ``cfg.session.kind == "plain"`` holds whether the
+    config was composed (an Enum member) or loaded from a YAML file (a plain string)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class SessionKind(Choice):
+    plain = "plain"  # tf.compat.v1.Session, chores done by the runner
+    monitored = "monitored"  # tf.compat.v1.train.MonitoredTrainingSession
+
+
+class DeviceKind(Choice):
+    cpu = "cpu"
+    gpu = "gpu"
+    auto = "auto"
+
+
+class DistributedKind(Choice):
+    none = "none"  # one process
+    cluster = "cluster"  # one task of distributed.cluster: distributed.job_name, distributed.task_index
+    tf_config = "tf_config"  # the cluster and this task from the TF_CONFIG environment variable
+    local = "local"  # spawn a whole cluster of local processes on 127.0.0.1 (development and tests)
+
+
+class OnNan(Choice):
+    stop = "stop"  # fail naming the step; the latest checkpoint stays the last good one
+    skip_step = "skip_step"  # skip the update of that step (weights unchanged) and go on
+
+
+class Mode(Choice):
+    train = "train"  # train to train.max_steps, evaluating every eval.every_steps and at the end
+    train_and_evaluate = "train_and_evaluate"  # the same; eval.every_steps must be set
+    evaluate = "evaluate"  # evaluate eval.checkpoint (default: the latest in checkpoint.dir)
+    predict = "predict"  # predictions for the test split or predict.input
+    export = "export"  # a SavedModel for TensorFlow Serving
+
+
+class ProgressKind(Choice):
+    auto = "auto"  # a bar on a terminal, log lines otherwise
+    bar = "bar"
+    lines = "lines"
+    off = "off"
+
+
+@dataclass
+class ModelConfig:
+    name: str = MISSING  # recorded in metrics.json and the run name
+    fn: str = MISSING  # dotted path of model_fn(features, labels, mode, params)
+    params: Dict[str, Any] = field(default_factory=dict)  # passed to model_fn as `params`
+
+
+@dataclass
+class DataConfig:
+    name: str = MISSING  # mnist | fashion_mnist | synthetic
+    path: Optional[str] = None  # an mnist.npz file or a folder of IDX files; null: the source's default
+    download: bool = True  # fetch the files (with checksums) when they are not found locally
+    download_dir: str = "~/.keras/datasets"  # where downloads go (the Keras cache by default)
+    feature_key: str = "x"  # model_fn receives features as {feature_key: images}
+    train_examples: Optional[int] = None  # use the first N training examples (synthetic: how many to make)
+    test_examples: Optional[int] = None  # use the first N test examples (synthetic: how many to make)
+    shuffle_buffer: Optional[int] = None  # null: the whole training split (a full shuffle)
+    train_fn: Optional[str] = None  # data=input_fn: dotted path of the training input_fn
+    eval_fn: Optional[str] = None  # data=input_fn: dotted path of the evaluation input_fn (a finite Dataset)
+
+
+@dataclass
+class OptimizerConfig:
+    _target_: str = MISSING  # a tf.compat.v1.train.Optimizer class, or your own
+    learning_rate: float = MISSING
+
+
+@dataclass
+class SGDConfig(OptimizerConfig):
+    _target_: str = "tensorflow.compat.v1.train.GradientDescentOptimizer"
+    learning_rate: float = 0.01
+
+
+@dataclass
+class MomentumConfig(OptimizerConfig):
+    _target_: str = "tensorflow.compat.v1.train.MomentumOptimizer"
+    learning_rate: float = 0.01
+    momentum: float = 0.9
+    use_nesterov: bool = False
+
+
+@dataclass
+class AdamConfig(OptimizerConfig):
+    _target_: str = "tensorflow.compat.v1.train.AdamOptimizer"
+    learning_rate: float = 0.001
+    beta1: float = 0.9
+    beta2: float = 0.999
+    epsilon: float = 1e-8
+
+
+@dataclass
+class SessionConfig:
+    kind: SessionKind = MISSING
+    stop_grace_period_secs: int = 120  # how long queue-runner threads get to stop at the end
+    max_recoveries: Optional[int] = 10  # session re-creations after session errors (monitored); null: no bound
+    recovery_wait_secs: float = 1.0  # pause before each recovery
+
+
+@dataclass
+class DeviceConfig:
+    kind: DeviceKind = MISSING
+    intra_op_threads: int = 0  # threads inside one op; 0: TensorFlow picks (all cores)
+    inter_op_threads: int = 0  # ops run at once; 0: TensorFlow picks
+    allow_growth: bool = True  # GPU memory grows as needed instead of taking it all at start
+    log_placement: bool = False  # log which device each op runs on
+    gpu_slot: Optional[int] = None  # use GPU number (gpu_slot mod #GPUs), e.g. ${hydra:job.num} in a parallel sweep
+
+
+@dataclass
+class DistributedConfig:
+    kind: DistributedKind = MISSING
+    # job -> ["host:port", ...] for the jobs chief (at most one task), worker and ps; the evaluator
+    # is not part of it. The same dict on every machine; each machine sets its own job_name/task_index.
+    cluster: Any = None
+    job_name: Optional[str] = None  # this task's job: chief | worker | ps | evaluator
+    task_index: int = 0  # this task's index in its job
+    sync_replicas: bool = False  # SyncReplicasOptimizer: each update averages replicas_to_aggregate gradients
+    replicas_to_aggregate: Optional[int] = None  # null: every training task (chief + workers)
+    max_wait_secs: float = 120.0  # how long a task waits for the cluster to answer and for the chief's init
+    ready_poll_secs: float = 1.0  # seconds between a waiting worker's checks that the model is ready (TF: 30)
+    progress_timeout_secs: float = 600.0  # watchdog: a task with no step done for this long exits naming the unreachable tasks
+    num_ps: int = 1  # distributed=local: ps tasks to spawn
+    num_workers: int = 2  # distributed=local: training tasks to spawn (worker 0 is the chief)
+    host: str = "127.0.0.1"  # distributed=local: the address every task is given
+
+
+@dataclass
+class TrainConfig:
+    max_steps: int = 2000  # absolute global-step target: a resumed run stops at the same step
+    batch_size: int = 100
+    seed: Optional[int] = 0  # graph-level seed and shuffle seed; null: nondeterministic
+    deterministic: bool = False  # tf.config.experimental.enable_op_determinism(): bitwise-exact resumption
+    on_nan: OnNan = OnNan.stop  # what a NaN or Inf loss does
+
+
+@dataclass
+class CheckpointConfig:
+    dir: Optional[str] = None  # null: checkpoints/ inside the run dir; a dir with checkpoints is resumed
+    every_steps: Optional[int] = 500  # save every N global steps (a final save always happens)
+    every_secs: Optional[float] = None  # or every N seconds; only one of the two
+    keep: int = 5  # newest checkpoints kept (Saver max_to_keep); 0 keeps all
+    keep_every_n_hours: float = 10000.0  # also keep one checkpoint per N hours of training (Saver's default: never)
+    sharded: bool = False  # one checkpoint shard per device (Saver sharded=True)
+    listeners: Dict[str, Any] = field(default_factory=dict)  # name -> {_target_: a CheckpointSaverListener, ...}
+
+
+@dataclass
+class ScaffoldConfig:
+    # Each: null for TensorFlow's default, or an op / tensor name (or a list of them, grouped).
+    init_op: Any = None  # run on a fresh start (default: initialise all global variables)
+    ready_op: Any = None  # empty when the model is ready (default: report uninitialised variables)
+    ready_for_local_init_op: Any = None  # empty when local_init_op may run (default: global variables ready)
+    local_init_op: Any = None  # run after every session creation (default: local variables and tables)
+
+
+@dataclass
+class InitFromConfig:
+    # Warm start a fresh run from another run's weights (ignored once checkpoint.dir has its own checkpoint).
+    checkpoint: Optional[str] = None  # a checkpoint prefix, or a dir whose latest checkpoint is used
+    vars_to_warm_start: str = ".*"  # regex over trainable variable names, as Estimator's WarmStartSettings
+    var_name_map: Dict[str, str] = field(default_factory=dict)  # variable name in this graph -> name in the checkpoint
+
+
+@dataclass
+class SummaryConfig:
+    every_steps: Optional[int] = 100  # TensorBoard summaries every N steps; null or 0: off
+
+
+@dataclass
+class EvalConfig:
+    every_steps: Optional[int] = 1000  # evaluate on the test split every N steps; null or 0: only at the end
+    batch_size: int = 1000
+    checkpoint: Optional[str] = None  # mode=evaluate: a checkpoint prefix; null: the latest in checkpoint.dir
+    objective: str = "accuracy"  # eval metric the task returns to sweepers
+    direction: str = "auto"  # maximize | minimize | auto (minimize losses and errors) for summaries
+
+
+@dataclass
+class PredictConfig:
+    input: Optional[str] = None  # an .npz (key x, images or x_test) or IDX images file; null: the test split
+    output: Optional[str] = None  # null: predictions.npz in the run dir
+    checkpoint: Optional[str] = None  # null: the latest in checkpoint.dir
+
+
+@dataclass
+class ExportConfig:
+    dir: Optional[str] = None  # null: export/<global step> in the run dir (must not exist yet)
+    checkpoint: Optional[str] = None  # null: the latest in checkpoint.dir
+    serving_input_fn: Optional[str] = None  # dotted path returning (receiver_tensors, features); null: a float image placeholder
+
+
+@dataclass
+class SweepConfig:
+    rerun_finished: bool = False  # a rerun sweep trains finished jobs again (their old checkpoints set aside)
+    fail_fast: bool = False  # stop the sweep at the first failed job (default: record it and go on)
+
+
+@dataclass
+class LogConfig:
+    every_steps: int = 100  # progress lines / bar refresh and metrics.jsonl rows every N steps
+    progress: ProgressKind = ProgressKind.auto
+    tf_verbose: bool = False  # true: keep TensorFlow's C++ and Python log noise
+
+
+@dataclass
+class Config:
+    model: ModelConfig = MISSING
+    data: DataConfig = MISSING
+    optimizer: OptimizerConfig = MISSING
+    session: SessionConfig = MISSING
+    device: DeviceConfig = MISSING
+    distributed: DistributedConfig = MISSING
+    hooks: Dict[str, Any] = field(default_factory=dict)  # name -> {_target_, role: chief|all, kwargs}
+    train: TrainConfig = field(default_factory=TrainConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    scaffold: ScaffoldConfig = field(default_factory=ScaffoldConfig)
+    init_from: InitFromConfig = field(default_factory=InitFromConfig)
+    summary: SummaryConfig = field(default_factory=SummaryConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+    mode: Mode = Mode.train
+    predict: PredictConfig = field(default_factory=PredictConfig)
+    export: ExportConfig = field(default_factory=ExportConfig)
+    resume: Optional[str] = None  # a run dir: continue it with its saved config plus these overrides
+
+
+_registered = False
+
+
+def register_configs() -> None:
+    """Store the schemas in Hydra's ConfigStore (idempotent)."""
+    global _registered
+    if _registered:
+        return
+    cs = ConfigStore.instance()
+    cs.store(name="base_config", node=Config)
+    cs.store(group="model", name="base_model", node=ModelConfig)
+    cs.store(group="data", name="base_data", node=DataConfig)
+    cs.store(group="optimizer", name="base_sgd", node=SGDConfig)
+    cs.store(group="optimizer", name="base_momentum", node=MomentumConfig)
+    cs.store(group="optimizer", name="base_adam", node=AdamConfig)
+    cs.store(group="session", name="base_session", node=SessionConfig)
+    cs.store(group="device", name="base_device", node=DeviceConfig)
+    cs.store(group="distributed", name="base_distributed", node=DistributedConfig)
+    _registered = True

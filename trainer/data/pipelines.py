@@ -1,0 +1,131 @@
+"""Input pipelines in a graph: tf.data over the loaded arrays, or the tensors of an input_fn.
+
+The arrays never become graph constants (that makes start-up slow and every ``.meta``
+file as large as the dataset): the pipelines read them from placeholders fed when
+their iterators are initialised.
+"""
+
+import inspect
+from dataclasses import dataclass
+from typing import Callable, Dict, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from trainer.config.targets import load_callable
+from trainer.data.sources import IMAGE_SHAPE
+from trainer.errors import ConfigError
+
+tf1 = tf.compat.v1
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """An input pipeline in a graph: its output tensors and how to (re)start it.
+
+    ``initializer`` is None for a pipeline that needs none (tensors an input_fn returned);
+    ``feeds(step)`` is what the initializer must be fed when the global step is ``step``.
+    """
+
+    features: Dict[str, object]  # {feature_key: float32 [batch, 28, 28, 1] in [0, 1]} for the built-in data
+    labels: object  # int64 [batch]
+    initializer: Optional[object]
+    feeds: Callable[[int], dict]
+
+
+def make_pipeline(
+    images: np.ndarray, labels: np.ndarray, batch_size: int, feature_key: str, train: bool,
+    seed: Optional[int] = None, shuffle_buffer: Optional[int] = None, replicas=(1, 0),
+) -> Pipeline:
+    """Build a pipeline over in-memory arrays in the default graph, fed through placeholders.
+
+    Training: seeded shuffle, repeat, fixed-size batches, then ``skip(step)`` so that a
+    resumed run, fed its restored global step, sees the same batches as one that never
+    stopped. Evaluation: one pass, the last batch may be short.
+
+    ``replicas`` = (N, i): a cluster's training task i of N reads every N-th example from the
+    i-th, and skips step // N batches (asynchronous replicas share the global step).
+    """
+    prefix = "train_input" if train else "eval_input"
+    with tf1.name_scope(prefix):
+        images_ph = tf1.placeholder(tf.uint8, [None, *IMAGE_SHAPE], name="images")
+        labels_ph = tf1.placeholder(tf.int64, [None], name="labels")
+        ds = tf.data.Dataset.from_tensor_slices((images_ph, labels_ph))
+        skip = None
+        if train:
+            skip = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="skip_batches")
+            # A seed of None gives TF's nondeterministic shuffle; the buffer default is a full shuffle.
+            buffer = shuffle_buffer or max(len(images), 1)
+            if replicas[0] > 1:
+                ds = ds.shard(replicas[0], replicas[1])
+            ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True).repeat()
+            ds = ds.batch(batch_size, drop_remainder=True).skip(skip)
+        else:
+            ds = ds.batch(batch_size)
+
+        def to_features(x, y):
+            x = tf.cast(tf.expand_dims(x, -1), tf.float32) / 255.0
+            return {feature_key: x}, y
+
+        ds = ds.map(to_features, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+        iterator = tf1.data.make_initializable_iterator(ds)
+        features, batch_labels = iterator.get_next()
+
+    def feeds(step: int = 0) -> dict:
+        feed = {images_ph: images, labels_ph: labels}
+        if skip is not None:
+            feed[skip] = step // replicas[0]
+        return feed
+
+    return Pipeline(features, batch_labels, iterator.initializer, feeds)
+
+
+def make_input_fn_pipeline(input_fn: Callable, train: bool, feature_key: str, params: dict) -> Pipeline:
+    """A pipeline from an Estimator-style ``input_fn``: a ``tf.data.Dataset`` of ``(features, labels)``
+    batches, or ``(features, labels)`` tensors.
+
+    A training Dataset gets ``skip(step)`` so a resumed run continues where it stopped
+    (the input_fn's shuffle must be seeded for that to be exact). Features that are not
+    a dict become ``{feature_key: features}``.
+    """
+    wanted = inspect.signature(input_fn).parameters
+    kwargs = {k: v for k, v in {"params": params, "mode": "train" if train else "eval", "config": None}.items() if k in wanted}
+    with tf1.name_scope("train_input" if train else "eval_input"):
+        result = input_fn(**kwargs)
+        if isinstance(result, tf.data.Dataset):
+            skip = None
+            if train:
+                skip = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="skip_batches")
+                result = result.skip(skip)
+            iterator = tf1.data.make_initializable_iterator(result)
+            output = iterator.get_next()
+            initializer = iterator.initializer
+            feeds = (lambda step=0: {skip: step}) if train else (lambda step=0: {})
+        else:
+            output, initializer, feeds = result, None, (lambda step=0: {})
+    features, labels = output if isinstance(output, (tuple, list)) else (output, None)
+    if not isinstance(features, dict):
+        features = {feature_key: features}
+    return Pipeline(features, labels, initializer, feeds)
+
+
+def make_inputs(cfg, arrays, params, replicas=(1, 0)):
+    """The training and evaluation pipelines: over the loaded arrays, or from the config's input_fns.
+
+    ``replicas`` = (number of training tasks, this task's index): each reads its own shard.
+    """
+    if arrays is None:
+        input_params = dict(params, batch_size=params.get("batch_size", cfg.train.batch_size))
+        fns = []
+        for key in ("train_fn", "eval_fn"):
+            path = cfg.data.get(key)
+            if not path:
+                raise ConfigError(f"data.{key} is not set; data=input_fn needs data.train_fn and data.eval_fn (dotted paths)")
+            fns.append(load_callable(path, f"data.{key}"))
+        return (make_input_fn_pipeline(fns[0], True, cfg.data.feature_key, input_params),
+                make_input_fn_pipeline(fns[1], False, cfg.data.feature_key, input_params))
+    return (
+        make_pipeline(arrays.train_x, arrays.train_y, cfg.train.batch_size, cfg.data.feature_key, train=True,
+                      seed=cfg.train.seed, shuffle_buffer=cfg.data.shuffle_buffer, replicas=replicas),
+        make_pipeline(arrays.test_x, arrays.test_y, cfg.eval.batch_size, cfg.data.feature_key, train=False),
+    )

@@ -1,0 +1,302 @@
+"""Datasets as numpy arrays: files, downloads and synthetic data, without TensorFlow.
+
+Loaders read Keras' ``mnist.npz`` and the gzipped (or plain) IDX files of MNIST and
+Fashion-MNIST, download them with checksums when allowed, and make synthetic
+MNIST-shaped data. ``trainer.data.pipelines`` turns the arrays into tf.data input.
+"""
+
+import gzip
+import hashlib
+import logging
+import os
+import shutil
+import struct
+import tempfile
+import urllib.request
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from trainer.errors import ConfigError, DataError
+
+log = logging.getLogger(__name__)
+
+IMAGE_SHAPE = (28, 28)
+NUM_CLASSES = 10
+
+KERAS_BASE_URL = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/"
+MNIST_NPZ_SHA256 = "731c5ac602752760c8e48fbffcf8c3b850d9dc2a2aedcf2cc48468fc17b673d1"
+# Fashion-MNIST's published MD5 sums of the original gzipped files.
+FASHION_FILES_MD5 = {
+    "train-images-idx3-ubyte.gz": "8d4fb7e6c68d591d4c3dfef9ec88bf0d",
+    "train-labels-idx1-ubyte.gz": "25c81989df183df01b3e8a0aad5dffbe",
+    "t10k-images-idx3-ubyte.gz": "bef4ecab320f06d8554ea6380940ec79",
+    "t10k-labels-idx1-ubyte.gz": "bb300cfdad3c16e7a12a480ee83cd310",
+}
+IDX_SPLITS = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+_IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+
+@dataclass(frozen=True)
+class Arrays:
+    """One dataset in memory: uint8 images [N, 28, 28] and int64 labels [N] per split."""
+
+    train_x: np.ndarray
+    train_y: np.ndarray
+    test_x: np.ndarray
+    test_y: np.ndarray
+
+
+# --- file formats --------------------------------------------------------------------------
+
+
+def read_idx(path: str) -> np.ndarray:
+    """Read one IDX file (gzipped or not), checking its magic number and size.
+
+    Raises:
+      DataError: the file is not IDX, or is shorter or longer than its header says.
+    """
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as f:
+            raw = f.read()
+    except (OSError, EOFError) as e:
+        raise DataError(f"data.path: cannot read {path}: {e}; replace the file or point data.path elsewhere")
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES or raw[3] == 0:
+        raise DataError(f"data.path: {path} is not an IDX file (bad magic number); use MNIST-format IDX files")
+    ndim = raw[3]
+    header = 4 + 4 * ndim
+    if len(raw) < header:
+        raise DataError(f"data.path: {path} is truncated (header); download it again")
+    dims = struct.unpack(">" + "I" * ndim, raw[4:header])
+    dtype = np.dtype(_IDX_DTYPES[raw[2]])
+    expected = int(np.prod(dims)) * dtype.itemsize
+    if len(raw) - header != expected:
+        raise DataError(
+            f"data.path: {path} holds {len(raw) - header} bytes of data, its header says {expected}; "
+            "the file is truncated or corrupt, download it again"
+        )
+    return np.frombuffer(raw, dtype=dtype, offset=header).reshape(dims)
+
+
+def _find_idx(folder: str, stem: str) -> Optional[str]:
+    for name in (stem + ".gz", stem, stem.replace("-idx", ".idx") + ".gz", stem.replace("-idx", ".idx")):
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def load_idx_dir(folder: str) -> Arrays:
+    """Load the four MNIST-format IDX files (``train-images-idx3-ubyte[.gz]`` ...) of a folder."""
+    arrays = {}
+    for split, stems in IDX_SPLITS.items():
+        images_stem, labels_stem = stems
+        images_path, labels_path = _find_idx(folder, images_stem), _find_idx(folder, labels_stem)
+        missing = [s for s, p in ((images_stem, images_path), (labels_stem, labels_path)) if p is None]
+        if missing:
+            raise DataError(
+                f"data.path: {folder} has no {', '.join(missing)}[.gz]; "
+                "point data.path at a folder with the four MNIST-format IDX files"
+            )
+        images, labels = read_idx(images_path), read_idx(labels_path)
+        if images.ndim != 3 or images.shape[1:] != IMAGE_SHAPE or images.dtype != np.uint8:
+            raise DataError(f"data.path: {images_path} holds {images.dtype} images of shape {images.shape[1:]}, not 28x28 uint8")
+        if labels.ndim != 1 or len(labels) != len(images):
+            raise DataError(f"data.path: {labels_path} has {labels.shape} labels for {len(images)} images in {images_path}")
+        arrays[split] = (images, labels.astype(np.int64))
+    return Arrays(arrays["train"][0], arrays["train"][1], arrays["test"][0], arrays["test"][1])
+
+
+def load_npz(path: str) -> Arrays:
+    """Load Keras' ``mnist.npz`` (keys ``x_train``, ``y_train``, ``x_test``, ``y_test``)."""
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            missing = {"x_train", "y_train", "x_test", "y_test"} - set(f.files)
+            if missing:
+                raise DataError(f"data.path: {path} lacks {sorted(missing)}; use Keras' mnist.npz format")
+            arrays = Arrays(f["x_train"], f["y_train"].astype(np.int64), f["x_test"], f["y_test"].astype(np.int64))
+    except DataError:
+        raise
+    except Exception as e:  # zipfile.BadZipFile, ValueError, OSError, EOFError: all "does not parse"
+        raise DataError(f"data.path: cannot read {path} as .npz ({type(e).__name__}: {e}); download it again")
+    for name, x, y in (("train", arrays.train_x, arrays.train_y), ("test", arrays.test_x, arrays.test_y)):
+        if x.ndim != 3 or x.shape[1:] != IMAGE_SHAPE or len(x) != len(y):
+            raise DataError(f"data.path: {path} {name} split has images {x.shape} and labels {y.shape}; expected [N, 28, 28] and [N]")
+    return Arrays(arrays.train_x.astype(np.uint8), arrays.train_y, arrays.test_x.astype(np.uint8), arrays.test_y)
+
+
+def load_path(path: str) -> Arrays:
+    """An ``.npz`` file or a folder of IDX files."""
+    path = os.path.expanduser(path)
+    if os.path.isdir(path):
+        return load_idx_dir(path)
+    if os.path.isfile(path):
+        return load_npz(path)
+    raise DataError(f"data.path: {path} does not exist; set data.path to an mnist.npz file or a folder of IDX files")
+
+
+# --- downloads -----------------------------------------------------------------------------
+
+
+def _digest(path: str, algorithm: str) -> str:
+    h = hashlib.new(algorithm)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def download(url: str, dest: str, checksum: str, algorithm: str = "sha256", timeout_secs: float = 20.0) -> str:
+    """Download ``url`` to ``dest`` atomically, verifying its checksum.
+
+    Raises:
+      DataError: no network, or the file's checksum is wrong (nothing is left at ``dest``).
+    """
+    os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(dest) or ".", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout_secs) as response:
+            shutil.copyfileobj(response, out)
+        actual = _digest(tmp, algorithm)
+        if actual != checksum:
+            raise DataError(f"download of {url} has {algorithm} {actual}, expected {checksum}; try again later")
+        os.replace(tmp, dest)
+        return dest
+    except OSError as e:  # URLError, timeouts, refused connections
+        raise DataError(f"cannot download {url} ({e})") from None
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+# --- the built-in sources -----------------------------------------------------------------
+
+
+def load_mnist(path: Optional[str], allow_download: bool, download_dir: str) -> Arrays:
+    """``data.path``, then ``<download_dir>/mnist.npz`` (the Keras cache), then a download."""
+    if path:
+        return load_path(path)
+    cached = os.path.join(os.path.expanduser(download_dir), "mnist.npz")
+    if os.path.isfile(cached):
+        return load_npz(cached)
+    hint = (
+        f"put Keras' mnist.npz at {cached}, or set data.path=/path/to/mnist.npz "
+        "(or a folder of MNIST IDX files), or use data=fashion_mnist / data=synthetic"
+    )
+    if not allow_download:
+        raise DataError(f"data=mnist: no mnist.npz at {cached} and data.download=false; {hint}")
+    try:
+        log.info("Downloading mnist.npz to %s", cached)
+        download(KERAS_BASE_URL + "mnist.npz", cached, MNIST_NPZ_SHA256)
+    except DataError as e:
+        raise DataError(f"data=mnist: {e}; {hint}") from None
+    return load_npz(cached)
+
+
+DEBIAN_FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
+
+
+def load_fashion_mnist(path: Optional[str], allow_download: bool, download_dir: str) -> Arrays:
+    """IDX files in ``data.path``, else Debian's dataset-fashion-mnist, else downloaded ones."""
+    if path:
+        return load_path(path)
+    if os.path.isdir(DEBIAN_FASHION_MNIST):
+        return load_idx_dir(DEBIAN_FASHION_MNIST)
+    cache = os.path.join(os.path.expanduser(download_dir), "fashion-mnist")
+    if all(os.path.isfile(os.path.join(cache, name)) for name in FASHION_FILES_MD5):
+        return load_idx_dir(cache)
+    hint = (
+        "install Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist), "
+        "or set data.path to a folder with the four Fashion-MNIST IDX files"
+    )
+    if not allow_download:
+        raise DataError(f"data=fashion_mnist: no files in {DEBIAN_FASHION_MNIST} or {cache}, and data.download=false; {hint}")
+    try:
+        for name, md5 in FASHION_FILES_MD5.items():
+            dest = os.path.join(cache, name)
+            if not os.path.isfile(dest):
+                log.info("Downloading %s to %s", name, dest)
+                download(KERAS_BASE_URL + "fashion-mnist/" + name, dest, md5, algorithm="md5")
+    except DataError as e:
+        raise DataError(f"data=fashion_mnist: {e}; {hint}") from None
+    return load_idx_dir(cache)
+
+
+def make_synthetic(train_examples: int, test_examples: int, seed: int = 0) -> Arrays:
+    """MNIST-shaped uint8 images: one fixed random pattern per class plus noise, so models can learn."""
+    rng = np.random.default_rng(seed)
+    prototypes = rng.uniform(0, 255, size=(NUM_CLASSES,) + IMAGE_SHAPE)
+
+    def split(n):
+        labels = rng.integers(0, NUM_CLASSES, size=n)
+        noise = rng.normal(0, 120, size=(n,) + IMAGE_SHAPE)
+        images = np.clip(prototypes[labels] * 0.25 + noise + 80, 0, 255).astype(np.uint8)
+        return images, labels.astype(np.int64)
+
+    train_x, train_y = split(train_examples)
+    test_x, test_y = split(test_examples)
+    return Arrays(train_x, train_y, test_x, test_y)
+
+
+def load_arrays(data_cfg) -> Optional[Arrays]:
+    """The arrays ``data`` config names, capped at ``train_examples`` / ``test_examples``
+    (None for ``data=input_fn``: the input_fns make the tensors)."""
+    name = data_cfg.name
+    if name == "input_fn":
+        return None
+    if name == "synthetic":
+        return make_synthetic(data_cfg.train_examples or 6000, data_cfg.test_examples or 1000)
+    if name == "mnist":
+        arrays = load_mnist(data_cfg.path, data_cfg.download, data_cfg.download_dir)
+    elif name == "fashion_mnist":
+        arrays = load_fashion_mnist(data_cfg.path, data_cfg.download, data_cfg.download_dir)
+    else:
+        raise NotImplementedError(f"data.name={name!r} has no loader; use mnist, fashion_mnist or synthetic")
+    n, m = data_cfg.train_examples, data_cfg.test_examples
+    return Arrays(arrays.train_x[:n], arrays.train_y[:n], arrays.test_x[:m], arrays.test_y[:m])
+
+
+def load_prediction_input(path: str) -> np.ndarray:
+    """The images of ``predict.input``: an ``.npz`` (key ``x``, ``images`` or ``x_test``) or an IDX file.
+
+    Raises:
+      DataError: no such file, no such array, or images that are not 28x28.
+    """
+    path = os.path.expanduser(path)
+    if not os.path.isfile(path):
+        raise DataError(f"predict.input={path}: no such file; give an .npz (key x, images or x_test) or an IDX images file")
+    if path.endswith(".npz"):
+        with np.load(path, allow_pickle=False) as f:
+            for key in ("x", "images", "x_test"):
+                if key in f.files:
+                    images = f[key]
+                    break
+            else:
+                raise DataError(f"predict.input={path}: no array named x, images or x_test; it has {f.files}")
+    else:
+        images = read_idx(path)
+    if images.ndim == 4 and images.shape[-1] == 1:
+        images = images[..., 0]
+    if images.shape[1:] != IMAGE_SHAPE:
+        raise DataError(f"predict.input={path}: images of shape {images.shape[1:]}, expected 28x28")
+    return images.astype(np.uint8)
+
+
+def check_training_arrays(arrays: Optional[Arrays], batch_size: int) -> None:
+    """A training split of at least one batch and a test split that is not empty.
+
+    Raises:
+      ConfigError: either is not so, naming the key to change.
+    """
+    if arrays is None:
+        return
+    if len(arrays.train_x) < batch_size:
+        raise ConfigError(f"train.batch_size={batch_size}: larger than the {len(arrays.train_x)} training examples; "
+                          "lower train.batch_size or use more data")
+    if len(arrays.test_x) == 0:
+        raise ConfigError("data.test_examples: the test split is empty; evaluation needs at least one example")

@@ -1,0 +1,151 @@
+"""One task of a TensorFlow cluster (between-graph replication over gRPC): what each role does.
+
+- ps: starts its ``Server`` and serves until every training task has said it is done
+  (a token in a queue hosted on each ps), then returns.
+- chief / worker: start their ``Server``, build the graph under ``replica_device_setter``
+  (variables on the ps tasks) and train with ``master=server.target``; then put their done
+  token on every ps. What differs from one process reaches the training run through the
+  :class:`ClusterContext`: its placement, hooks, session options and end-of-loop action.
+- evaluator: ``trainer.dist.evaluator``.
+
+Every task runs a ``Watchdog`` (``trainer.dist.watchdog``).
+"""
+
+import logging
+import os
+import threading
+from dataclasses import dataclass, field, replace
+from typing import Dict, List, Optional
+
+import tensorflow as tf
+
+from trainer.dist.evaluator import evaluate_continuously
+from trainer.dist.roles import Role
+from trainer.dist.server import serve_ps, signal_done, start_server
+from trainer.dist.watchdog import Watchdog, WatchdogHook
+from trainer.errors import ClusterError
+from trainer.model.graph import Placement
+from trainer.records import write_json
+from trainer.training.train import train
+
+tf1 = tf.compat.v1
+log = logging.getLogger("trainer")
+
+
+@dataclass
+class ClusterContext:
+    """What a training run needs to be one task of a cluster."""
+
+    role: Role
+    target: str  # the master: this task's own server
+    watchdog: Watchdog
+    sync_replicas: bool = False
+    replicas_to_aggregate: Optional[int] = None
+    max_wait_secs: float = 120.0
+    ready_poll_secs: float = 1.0
+    progress_timeout_secs: float = 600.0
+    hooks: List = field(init=False)  # added to every task's hooks: the watchdog's
+
+    def __post_init__(self):
+        self.hooks = [WatchdogHook(self.watchdog, self.progress_timeout_secs)]
+
+    def device_filters(self) -> List[str]:
+        """Sessions see the ps tasks and this task only: a restarting worker does not stall the others."""
+        return ["/job:ps", self.role.device()]
+
+    def placement(self, device: str) -> Placement:
+        """Variables round-robin on the ps tasks, every other op on this task (its GPU when ``device`` is gpu)."""
+        worker_device = self.role.device() + ("/device:GPU:0" if device == "gpu" else "/device:CPU:0")
+        setter = tf1.train.replica_device_setter(
+            ps_tasks=len(self.role.cluster["ps"]), worker_device=worker_device,
+            cluster=tf1.train.ClusterSpec({j: list(a) for j, a in self.role.cluster.items()}))
+        replicas = self.role.num_replicas
+        sync = (self.replicas_to_aggregate or replicas, replicas) if self.sync_replicas else None
+        return Placement(device_fn=setter, local_device=worker_device, replicas=(replicas, self.role.replica_index),
+                         sync=sync)
+
+    def session_options(self, options, graph):
+        """``options`` for this task: its master, the worker's wait for the chief."""
+        options = replace(options, is_chief=self.role.is_chief, master=self.target,
+                          max_wait_secs=self.max_wait_secs, ready_poll_secs=self.ready_poll_secs)
+        if graph.sync_optimizer is not None and self.role.is_chief:
+            # SyncReplicasOptimizer's chief queue runner stays blocked for gradients that no longer
+            # come: closing the session cancels it, so waiting the whole grace period is pointless.
+            _ignore_cancelled_queue_runners()
+            options = replace(options, stop_grace_period_secs=min(options.stop_grace_period_secs, 3))
+        return options
+
+    def _waits_for(self) -> str:
+        role = self.role
+        return "the ps tasks" if role.is_chief else f"the chief ({role.describe(*role.chief)}) to initialise the model"
+
+    def open_session(self, opener):
+        """``opener()`` under the watchdog's start-up deadline; a worker's wait that runs out is a ClusterError."""
+        waits_for = self._waits_for()
+        log.info("%s: waiting up to %.0fs for %s", self.role.name, self.max_wait_secs, waits_for)
+        self.watchdog.expect(self.max_wait_secs + (0 if self.role.is_chief else 30), f"waiting for {waits_for}")
+        try:
+            return opener()
+        except tf.errors.DeadlineExceededError as e:
+            raise ClusterError(f"{self.role.name}: gave up after distributed.max_wait_secs={self.max_wait_secs:g} "
+                               f"waiting for {waits_for} ({e.message}); start it, or raise distributed.max_wait_secs") from None
+
+    @staticmethod
+    def at_normal_end(sess) -> None:
+        """At the normal end, hooks' ``end()`` still runs (final checkpoint and evaluation), but the gRPC
+        session is not closed: the process ends right after, and closing blocked on the ps for 5 to
+        46 s at the end of cluster runs here (cause not found in TensorFlow)."""
+        raw = sess._tf_sess() if hasattr(sess, "_tf_sess") else None
+        if raw is not None:
+            raw.close = lambda: None
+
+
+def _ignore_cancelled_queue_runners() -> None:
+    """Queue-runner threads cancelled by a session's close end silently instead of printing a traceback
+    (they may wake after the session is gone, so this stays for the process)."""
+    previous = threading.excepthook
+    if getattr(previous, "ignores_cancelled_queue_runners", False):
+        return
+
+    def hook(args):
+        if issubclass(args.exc_type, tf.errors.CancelledError) and args.thread is not None \
+                and args.thread.name.startswith("QueueRunnerThread-"):
+            return
+        previous(args)
+
+    hook.ignores_cancelled_queue_runners = True
+    threading.excepthook = hook
+
+
+def task_dir(workdir: str, role: Role) -> str:
+    """The chief works in the run dir itself (resuming as a single process does); every other task
+    in ``<run dir>/tasks/<job>-<index>``."""
+    return workdir if role.is_chief else os.path.join(workdir, "tasks", role.name)
+
+
+def run_task(cfg, workdir: str, role: Role) -> Dict:
+    """Run this process's role of the cluster; returns its result record."""
+    dist = cfg.distributed
+    here = task_dir(workdir, role)
+    os.makedirs(here, exist_ok=True)
+    log.info("%s of cluster %s%s", role.name, {j: list(a) for j, a in role.cluster.items()},
+             " (the chief)" if role.is_chief else "")
+    if role.job == "evaluator":
+        return evaluate_continuously(cfg, here, role)
+    watchdog = Watchdog(role)
+    try:
+        watchdog.expect(dist.max_wait_secs, "starting this task's server")
+        server = start_server(role, quiet=not cfg.log.tf_verbose)
+        if role.job == "ps":
+            watchdog.stop()  # the ps has its own deadline: the training tasks' reachability
+            result = serve_ps(role, server, dist.progress_timeout_secs)
+            write_json(os.path.join(here, "metrics.json"), result)
+            return result
+        context = ClusterContext(role, server.target, watchdog, dist.sync_replicas, dist.replicas_to_aggregate,
+                                 dist.max_wait_secs, dist.ready_poll_secs, dist.progress_timeout_secs)
+        result = train(cfg, here, cluster=context)
+        if result.get("status") == "finished":
+            signal_done(role, server.target, watchdog, dist.max_wait_secs)
+        return result
+    finally:
+        watchdog.stop()

@@ -1,0 +1,8 @@
+"""SessionRunHooks: the runner's own, the library users pick from config, and the assembly of a run's hooks.
+
+The library's hooks are importable from here, as ``_target_: trainer.hooks.EarlyStoppingHook``.
+"""
+
+from trainer.hooks.library import BestCheckpointHook, EarlyStoppingHook, ProgressHook
+
+__all__ = ["BestCheckpointHook", "EarlyStoppingHook", "ProgressHook"]

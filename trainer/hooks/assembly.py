@@ -1,0 +1,113 @@
+"""A training run's hooks, in the order both backends run them: the runner's own, the model's
+(``training_hooks``, ``training_chief_hooks``), the config's, and a cluster's.
+
+The chief's list runs first, as MonitoredTrainingSession runs them. Within it the NaN guard
+comes first, so a NaN step is refused before any other hook (the checkpoint saver) sees it.
+"""
+
+import os
+from dataclasses import dataclass
+from typing import List, Tuple
+
+import tensorflow as tf
+
+from trainer.config.targets import instantiate
+from trainer.errors import ConfigError
+from trainer.hooks.evaluation import EvalHook
+from trainer.hooks.runner import (InputInitHook, MetricsHook, NanGuardHook, PreemptionHook,
+                                  ReleaseSyncWorkersHook)
+
+tf1 = tf.compat.v1
+
+ROLES = ("chief", "all")
+
+
+@dataclass(frozen=True)
+class UserHooks:
+    """What the config adds: hooks for every task, hooks for the chief, CheckpointSaverListeners."""
+
+    every: List
+    chief: List
+    listeners: List
+
+
+def make_config_hooks(hooks_cfg) -> Tuple[List, List]:
+    """Instantiate the ``hooks`` config (in the built graph): ``(all_hooks, chief_hooks)``.
+
+    Each entry is ``{_target_, role, **kwargs}``; ``role`` is ``chief`` or ``all`` (default).
+    A null entry is skipped, so ``hooks.NAME=null`` switches a hook off too.
+    """
+    all_hooks, chief_hooks = [], []
+    for name, entry in (hooks_cfg or {}).items():
+        if entry is None:
+            continue
+        entry = dict(entry)
+        role = entry.pop("role", "all")
+        if role not in ROLES:
+            raise ConfigError(f"hooks.{name}.role={role}: use chief or all")
+        hook = instantiate(entry, f"hooks.{name}")
+        if not isinstance(hook, tf1.train.SessionRunHook):
+            raise ConfigError(f"hooks.{name}: {entry['_target_']} made a {type(hook).__name__}, not a SessionRunHook")
+        (chief_hooks if role == "chief" else all_hooks).append(hook)
+    return all_hooks, chief_hooks
+
+
+def make_listeners(listeners_cfg) -> List:
+    """CheckpointSaverListeners from ``{name: {_target_, ...}}``."""
+    made = []
+    for name, entry in (listeners_cfg or {}).items():
+        if entry is None:
+            continue
+        listener = instantiate(entry, f"checkpoint.listeners.{name}")
+        if not isinstance(listener, tf1.train.CheckpointSaverListener):
+            raise ConfigError(f"checkpoint.listeners.{name}: {type(listener).__name__} is not a CheckpointSaverListener")
+        made.append(listener)
+    return made
+
+
+def make_user_hooks(cfg) -> UserHooks:
+    """The config's hooks and listeners, built in the default graph: a wrong tensor name fails here."""
+    every, chief = make_config_hooks(cfg.hooks)
+    return UserHooks(every, chief, make_listeners(cfg.checkpoint.listeners))
+
+
+@dataclass(frozen=True)
+class TrainingHooks:
+    every: List  # every training task's
+    chief: List  # the chief's (run first)
+    eval_hook: EvalHook
+
+
+def _checkpoint_saver(cfg, graph, listeners):
+    every_steps, every_secs = cfg.checkpoint.every_steps, cfg.checkpoint.every_secs
+    if not every_steps and not every_secs:
+        every_steps = cfg.train.max_steps  # only the first and the final save
+    return tf1.train.CheckpointSaverHook(cfg.checkpoint.dir, save_secs=every_secs or None,
+                                         save_steps=every_steps or None, saver=graph.saver, listeners=listeners)
+
+
+def make_training_hooks(cfg, graph, user: UserHooks, metrics, preemption, cluster=None) -> TrainingHooks:
+    """The hooks of a training run. ``cluster`` (a ``trainer.dist.task.ClusterContext``) adds its
+    own hooks and tells whether this task is the chief."""
+    is_chief = cluster is None or cluster.role.is_chief
+    every = [*(cluster.hooks if cluster is not None else []), InputInitHook(graph.train_input, graph.global_step),
+             tf1.train.StopAtStepHook(last_step=cfg.train.max_steps), PreemptionHook(preemption)]
+    eval_hook = EvalHook(graph, cfg.eval.every_steps, metrics, summary_dir=os.path.join(cfg.checkpoint.dir, "eval"),
+                         listeners=[h for h in user.every + user.chief if hasattr(h, "on_eval")],
+                         skip_final=lambda: preemption.signum is not None)
+    chief = [
+        NanGuardHook(graph.loss_is_finite, graph.step_before, cfg.train.on_nan, cfg.checkpoint.dir),
+        _checkpoint_saver(cfg, graph, user.listeners),
+        MetricsHook(graph.loss, graph.global_step, graph.step_before, cfg.log.every_steps, metrics),
+        eval_hook,
+    ]
+    if cfg.summary.every_steps:
+        chief.append(tf1.train.SummarySaverHook(save_steps=cfg.summary.every_steps, output_dir=cfg.checkpoint.dir,
+                                                summary_op=graph.summary_op))
+    if graph.sync_optimizer is not None:
+        # On every worker, not only the chief: it initialises each worker's local step.
+        every.append(graph.sync_optimizer.make_session_run_hook(is_chief, num_tokens=-1))
+        chief.append(ReleaseSyncWorkersHook(graph.sync_release_op))
+    every += list(graph.spec.training_hooks) + user.every
+    chief += list(graph.spec.training_chief_hooks) + user.chief
+    return TrainingHooks(every, chief, eval_hook)

@@ -1,0 +1,154 @@
+"""Hooks users switch on from config (``conf/hook/``): a progress display, early stopping, and
+keeping the best checkpoint. Early stopping and the best checkpoint listen to evaluations
+(``on_eval``), which the EvalHook calls after each."""
+
+import logging
+import os
+import sys
+import time
+from typing import Dict, Optional
+
+import tensorflow as tf
+
+from trainer.errors import ConfigError
+from trainer.model.names import tensor
+from trainer.records import read_json, write_json
+
+tf1 = tf.compat.v1
+log = logging.getLogger("trainer")
+
+
+class ProgressHook(tf1.train.SessionRunHook):
+    """A progress bar on a terminal (steps, steps/s, loss), log lines otherwise.
+
+    Args:
+      every_steps: refresh the bar / write a line every N steps.
+      max_steps: the global step training stops at.
+      mode: ``auto`` (bar on a terminal), ``bar``, ``lines`` or ``off``.
+    """
+
+    def __init__(self, every_steps: int = 100, max_steps: Optional[int] = None, mode="auto"):
+        self._every = max(1, int(every_steps))
+        self._max_steps = max_steps
+        mode = str(mode)
+        if mode not in ("auto", "bar", "lines", "off"):
+            raise ConfigError(f"log.progress={mode}: use auto, bar, lines or off")
+        if mode == "auto":
+            mode = "bar" if sys.stderr.isatty() else "lines"
+        self._mode = mode
+        self._bar = None
+
+    def begin(self):
+        self._loss = tensor("loss")
+        self._global_step = tf1.train.get_global_step()
+        self._step_before = tensor("step_before")
+
+    def after_create_session(self, session, coord):
+        self._step = int(session.run(self._global_step))
+        self._mark = (time.time(), self._step)
+        if self._mode == "bar":
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=self._max_steps, initial=self._step, unit="step", dynamic_ncols=True, leave=True)
+
+    def before_run(self, run_context):
+        upcoming = self._step + 1
+        if self._mode != "off" and (upcoming % self._every == 0 or (self._max_steps and upcoming >= self._max_steps)):
+            return tf1.train.SessionRunArgs({"step": self._step_before, "loss": self._loss})
+        return None
+
+    def after_run(self, run_context, run_values):
+        results = run_values.results
+        if results is None:
+            self._step += 1
+            return
+        self._step = int(results["step"]) + 1
+        now = time.time()
+        rate = (self._step - self._mark[1]) / max(now - self._mark[0], 1e-9)
+        if self._bar is not None:
+            self._bar.update(self._step - self._mark[1])
+            self._bar.set_postfix(loss=f"{results['loss']:.4f}", refresh=False)
+        else:
+            total = f"/{self._max_steps}" if self._max_steps else ""
+            log.info("step %d%s loss %.4f (%.1f steps/s)", self._step, total, results["loss"], rate)
+        self._mark = (now, self._step)
+
+    def end(self, session):
+        if self._bar is not None:
+            self._bar.close()
+
+
+class _MetricWatcher:
+    """Tracks the best value of one eval metric."""
+
+    def __init__(self, metric: str, mode: str, min_delta: float = 0.0):
+        if mode not in ("min", "max"):
+            raise ConfigError(f"mode={mode}: use min or max")
+        self.metric, self.mode, self.min_delta = metric, mode, float(min_delta)
+        self.best: Optional[float] = None
+
+    def improved(self, values: Dict[str, float]) -> bool:
+        if self.metric not in values:
+            raise ConfigError(f"metric={self.metric}: no such eval metric; use one of {sorted(values)}")
+        value = values[self.metric]
+        better = self.best is None or (
+            value < self.best - self.min_delta if self.mode == "min" else value > self.best + self.min_delta
+        )
+        if better:
+            self.best = value
+        return better
+
+
+class EarlyStoppingHook(tf1.train.SessionRunHook):
+    """Stops training when eval ``metric`` has not improved for ``patience`` evaluations.
+
+    Args:
+      metric: an eval metric (``accuracy``, ``loss``, or any of the model's eval_metric_ops).
+      mode: ``min`` or ``max``.
+      patience: evaluations without improvement before stopping.
+      min_delta: the smallest change that counts as an improvement.
+    """
+
+    def __init__(self, metric: str = "loss", mode: str = "min", patience: int = 3, min_delta: float = 0.0):
+        if patience < 1:
+            raise ConfigError(f"patience={patience}: must be >= 1")
+        self._watch = _MetricWatcher(metric, mode, min_delta)
+        self._patience = patience
+        self._bad_evals = 0
+        self._stop = False
+
+    def on_eval(self, session, step: int, values: Dict[str, float]) -> None:
+        self._bad_evals = 0 if self._watch.improved(values) else self._bad_evals + 1
+        if self._bad_evals >= self._patience and not self._stop:
+            self._stop = True
+            log.info("early stopping at step %d: eval %s has not improved on %.4f for %d evaluations",
+                     step, self._watch.metric, self._watch.best, self._patience)
+
+    def after_run(self, run_context, run_values):
+        if self._stop:
+            run_context.request_stop()
+
+
+class BestCheckpointHook(tf1.train.SessionRunHook):
+    """Keeps the checkpoint with the best eval ``metric`` in ``output_dir`` (with ``best.json``)."""
+
+    def __init__(self, output_dir: str, metric: str = "accuracy", mode: str = "max"):
+        self._dir = output_dir
+        self._watch = _MetricWatcher(metric, mode)
+        previous = read_json(os.path.join(output_dir, "best.json"))  # a resumed run competes with the best so far
+        if previous.get("metric") == metric:
+            self._watch.best = previous["value"]
+
+    def begin(self):
+        self._saver = tf1.train.Saver(max_to_keep=1, save_relative_paths=True, name="best_saver")
+
+    def on_eval(self, session, step: int, values: Dict[str, float]) -> None:
+        if not self._watch.improved(values):
+            return
+        os.makedirs(self._dir, exist_ok=True)
+        path = self._saver.save(session, os.path.join(self._dir, "model.ckpt"), global_step=step,
+                                latest_filename="checkpoint", write_meta_graph=False)
+        write_json(os.path.join(self._dir, "best.json"), {"step": step, "metric": self._watch.metric,
+                                                           "value": values[self._watch.metric],
+                                                           "checkpoint": os.path.basename(path)})
+        log.info("best eval %s %.4f at step %d: kept in %s", self._watch.metric, values[self._watch.metric], step, self._dir)

@@ -1,0 +1,127 @@
+"""The runner's own hooks, in every training run: input initialisation, the NaN guard, metrics,
+preemption and SyncReplicas' release. Users do not configure these; ``trainer.hooks.assembly``
+puts them in order."""
+
+import logging
+import os
+import time
+
+import tensorflow as tf
+
+from trainer.errors import NanLossError
+from trainer.records import MetricsLog
+
+tf1 = tf.compat.v1
+log = logging.getLogger("trainer")
+
+
+class InputInitHook(tf1.train.SessionRunHook):
+    """Initialises the training iterator after the session is created (and restored).
+
+    The iterator skips the batches of the restored global step, so a resumed run
+    continues the shuffled stream where the checkpointed run was.
+    """
+
+    def __init__(self, pipeline, global_step):
+        self._pipeline, self._global_step = pipeline, global_step
+
+    def after_create_session(self, session, coord):
+        if self._pipeline.initializer is None:
+            return
+        step = int(session.run(self._global_step))
+        session.run(self._pipeline.initializer, feed_dict=self._pipeline.feeds(step))
+
+
+class ReleaseSyncWorkersHook(tf1.train.SessionRunHook):
+    """SyncReplicasOptimizer, on the chief: at the end, hand every worker a token, so that none stays
+    blocked waiting for an update that will not come (TensorFlow leaves them hanging)."""
+
+    def __init__(self, release_op):
+        self._release_op = release_op
+
+    def end(self, session):
+        session.run(self._release_op)
+
+
+class MetricsHook(tf1.train.SessionRunHook):
+    """Records step, loss and steps/s every ``every_steps`` and at the last step into a MetricsLog.
+
+    The loss is fetched every step (one scalar) so that the record at the end holds the
+    loss of the last step, also when another hook stopped training early.
+    """
+
+    def __init__(self, loss, global_step, step_before, every_steps: int, metrics: MetricsLog):
+        self._fetches = {"step": step_before, "loss": loss}
+        self._global_step = global_step
+        self._every = max(1, every_steps)
+        self._metrics = metrics
+        self._last = None  # (step, loss) of the latest run
+        self._recorded_step = None
+
+    def after_create_session(self, session, coord):
+        self._mark = (time.time(), int(session.run(self._global_step)))
+
+    def before_run(self, run_context):
+        return tf1.train.SessionRunArgs(self._fetches)
+
+    def after_run(self, run_context, run_values):
+        step = int(run_values.results["step"]) + 1
+        self._last = (step, float(run_values.results["loss"]))
+        if step % self._every == 0:
+            self._record()
+
+    def end(self, session):
+        if self._last is not None and self._last[0] != self._recorded_step:
+            self._record()
+
+    def _record(self):
+        step, loss = self._last
+        now = time.time()
+        rate = (step - self._mark[1]) / max(now - self._mark[0], 1e-9)
+        self._mark = (now, step)
+        self._recorded_step = step
+        self._metrics.record("train", step, {"loss": loss, "steps_per_sec": rate})
+
+
+class NanGuardHook(tf1.train.SessionRunHook):
+    """Acts on a NaN or Inf loss before any other hook sees the step (it runs first).
+
+    ``stop`` raises NanLossError naming the step, so no checkpoint of that step is
+    written and the latest one stays the last good state; ``skip_step`` logs the
+    skipped step (the runner's guarded train_op left the weights unchanged).
+    """
+
+    def __init__(self, loss_is_finite, step_before, on_nan: str, checkpoint_dir: str):
+        self._fetches = {"finite": loss_is_finite, "step": step_before}
+        self._on_nan = on_nan
+        self._dir = checkpoint_dir
+        self.skipped = 0
+
+    def before_run(self, run_context):
+        return tf1.train.SessionRunArgs(self._fetches)
+
+    def after_run(self, run_context, run_values):
+        if run_values.results["finite"]:
+            return
+        step = int(run_values.results["step"]) + 1
+        if self._on_nan == "skip_step":
+            self.skipped += 1
+            log.warning("step %d: the loss is NaN or Inf; its update was skipped (%d skipped so far)", step, self.skipped)
+            return
+        latest = tf.train.latest_checkpoint(self._dir)
+        raise NanLossError(
+            f"train.on_nan=stop: the loss is NaN or Inf at step {step}; the latest checkpoint "
+            f"({os.path.basename(latest) if latest else 'none'}) holds the last good state and was not overwritten; "
+            "lower optimizer.learning_rate, or set train.on_nan=skip_step"
+        )
+
+
+class PreemptionHook(tf1.train.SessionRunHook):
+    """Requests a stop once ``handler`` (a ``trainer.training.preemption.PreemptionHandler``) got a signal."""
+
+    def __init__(self, handler):
+        self._handler = handler
+
+    def after_run(self, run_context, run_values):
+        if self._handler.signum is not None:
+            run_context.request_stop()

@@ -1,0 +1,39 @@
+"""One session interface, two implementations: ``open_session`` picks the backend.
+
+Both are context managers yielding an object with ``run(fetches)`` and
+``should_stop()``; the training loop is written once against it. Hooks come in two
+lists, ``hooks`` (every task) and ``chief_hooks`` (only the chief); both backends run
+the chief's first, as MonitoredTrainingSession does.
+"""
+
+from dataclasses import dataclass
+from typing import List, Optional
+
+from trainer.session.monitored import monitored_session
+from trainer.session.plain import PlainSession
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """How to create the session, beyond the Scaffold, hooks and checkpoint dir."""
+
+    is_chief: bool = True
+    master: str = ""  # a cluster task's own server; "" for an in-process session
+    stop_grace_period_secs: int = 120  # queue-runner threads' time to stop when the session closes
+    max_recoveries: Optional[int] = None  # monitored: session re-creations after session errors
+    recovery_wait_secs: float = 0.0  # monitored: the pause before each recovery
+    global_step: object = None  # monitored: logged after a recovery
+    max_wait_secs: float = 30 * 60  # a non-chief's wait for the chief to initialise the model
+    ready_poll_secs: float = 30.0  # ... checking every this many seconds
+
+
+def open_session(kind: str, scaffold, hooks: List, chief_hooks: List, checkpoint_dir: Optional[str], config,
+                 options: SessionOptions = SessionOptions()):
+    """A session context manager of ``session.kind``: ``plain`` or ``monitored``."""
+    ordered = (list(chief_hooks) if options.is_chief else []) + list(hooks)
+    if kind == "monitored":
+        return monitored_session(scaffold, ordered, checkpoint_dir, config, options)
+    if kind == "plain":
+        return PlainSession(scaffold, ordered, checkpoint_dir, config, options.master,
+                            options.stop_grace_period_secs)
+    raise NotImplementedError(f"session.kind={kind!r}; use plain or monitored")

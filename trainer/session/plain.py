@@ -1,0 +1,159 @@
+"""The plain backend: a ``tf.compat.v1.Session`` with the chores MonitoredTrainingSession would do.
+
+It is built the way MonitoredSession is, point by point:
+
+- TensorFlow's ``SessionManager`` creates the session: restore the latest checkpoint (and
+  ``recover_last_checkpoints``, so ``checkpoint.keep`` still rotates after a resume) or run
+  the Scaffold's init op and init_fn, then ``ready_for_local_init_op``, ``local_init_op`` and
+  ``ready_op``, as ``ChiefSessionCreator`` does;
+- as ``_CoordinatedSessionCreator``: a Coordinator that suppresses no exception, queue
+  runners started under it, then every hook's ``after_create_session`` (and, should one raise,
+  the threads are stopped and the session closed);
+- as ``_HookedSession``: hooks' ``before_run`` requests merged into one ``Session.run`` (feeds
+  that clash are refused, RunOptions merged taking the larger numbers), ``after_run`` with
+  the hook's results, ``run()`` refused once a stop was requested;
+- as ``_CoordinatedSession``: ``should_stop()`` re-raises an exception a thread reported to
+  the Coordinator, and an error of ``run()`` is replaced by that root cause when there is one;
+- as ``_MonitoredSession.close``: hooks' ``end()`` only on a normal stop (the end of the
+  input counts as one), then the threads get ``stop_grace_period_secs`` and the session closes.
+"""
+
+import logging
+from typing import List, Optional
+
+import tensorflow as tf
+
+tf1 = tf.compat.v1
+log = logging.getLogger("trainer")
+
+# Errors MonitoredSession lets through as they are (the ones it recovers from).
+PREEMPTION_ERRORS = (tf.errors.AbortedError, tf.errors.UnavailableError)
+
+
+def merge_run_options(options, incoming) -> None:
+    """Merge a hook's RunOptions into ``options`` as ``_HookedSession`` does: numbers take the
+    larger value, flags are or-ed, debug watches are appended."""
+    options.trace_level = max(options.trace_level, incoming.trace_level)
+    options.timeout_in_ms = max(options.timeout_in_ms, incoming.timeout_in_ms)
+    options.inter_op_thread_pool = max(options.inter_op_thread_pool, incoming.inter_op_thread_pool)
+    options.output_partition_graphs = options.output_partition_graphs or incoming.output_partition_graphs
+    options.debug_options.debug_tensor_watch_opts.extend(incoming.debug_options.debug_tensor_watch_opts)
+    options.debug_options.reset_disk_byte_usage |= incoming.debug_options.reset_disk_byte_usage
+    options.report_tensor_allocations_upon_oom |= incoming.report_tensor_allocations_upon_oom
+
+
+def _refuse_clash(feeds, more, message: str) -> None:
+    clash = set(feeds) & set(more)
+    if clash:
+        raise RuntimeError(f"{message} Conflict(s): {list(clash)}")
+
+
+class PlainSession:
+    """A session context manager with ``run(fetches)`` and ``should_stop()``, hooks run in order."""
+
+    def __init__(self, scaffold, hooks: List, checkpoint_dir: Optional[str], config, master: str = "",
+                 stop_grace_period_secs: int = 120):
+        self._hooks = hooks
+        self._grace = stop_grace_period_secs
+        self._stop_requested = False
+        for hook in hooks:
+            hook.begin()
+        scaffold.finalize()
+        manager = tf1.train.SessionManager(
+            local_init_op=scaffold.local_init_op, local_init_feed_dict=scaffold.local_init_feed_dict,
+            ready_op=scaffold.ready_op, ready_for_local_init_op=scaffold.ready_for_local_init_op,
+            graph=tf1.get_default_graph())
+        self._sess = manager.prepare_session(
+            master, saver=scaffold.saver, checkpoint_dir=checkpoint_dir, config=config,
+            init_op=scaffold.init_op, init_feed_dict=scaffold.init_feed_dict, init_fn=scaffold.init_fn)
+        self._coord = tf1.train.Coordinator(clean_stop_exception_types=[])
+        try:
+            if tf1.get_collection(tf1.GraphKeys.QUEUE_RUNNERS):
+                tf1.train.start_queue_runners(sess=self._sess, coord=self._coord)
+            for hook in hooks:
+                hook.after_create_session(self._sess, self._coord)
+        except BaseException:
+            self._close_session()
+            raise
+
+    @property
+    def raw_session(self):
+        return self._sess
+
+    def should_stop(self) -> bool:
+        self._coord.raise_requested_exception()
+        return self._coord.should_stop() or self._stop_requested
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """``Session.run`` with every hook's requests; the caller's fetches come back."""
+        if self.should_stop():
+            raise RuntimeError("Run called even after should_stop requested.")
+        try:
+            return self._hooked_run(fetches, feed_dict, options, run_metadata)
+        except PREEMPTION_ERRORS:
+            raise
+        except Exception as original:
+            # A thread's error reported to the Coordinator is the root cause: raise that instead.
+            try:
+                self._coord.raise_requested_exception()
+            except PREEMPTION_ERRORS:
+                raise
+            except Exception:
+                raise original from None
+            raise
+
+    def _hooked_run(self, fetches, feed_dict, options, run_metadata):
+        context = tf1.train.SessionRunContext(tf1.train.SessionRunArgs(fetches, feed_dict), self._sess)
+        options = options or tf1.RunOptions()
+        run_metadata = run_metadata or tf1.RunMetadata()
+        hook_fetches, hook_feeds = {}, {}
+        for index, hook in enumerate(self._hooks):
+            request = hook.before_run(context)
+            if request is None:
+                continue
+            if request.fetches is not None:
+                hook_fetches[index] = request.fetches
+            if request.feed_dict:
+                _refuse_clash(hook_feeds, request.feed_dict, "Same tensor is fed by two hooks.")
+                hook_feeds.update(request.feed_dict)
+            if request.options:
+                merge_run_options(options, request.options)
+        if feed_dict and hook_feeds:
+            _refuse_clash(feed_dict, hook_feeds, "Same tensor is fed by a SessionRunHook and user.")
+        feeds = {**hook_feeds, **(feed_dict or {})}
+        results = self._sess.run({"caller": fetches, "hooks": hook_fetches}, feed_dict=feeds or None,
+                                 options=options, run_metadata=run_metadata)
+        for index, hook in enumerate(self._hooks):
+            values = tf1.train.SessionRunValues(results=results["hooks"].get(index), options=options,
+                                                run_metadata=run_metadata)
+            hook.after_run(context, values)
+        self._stop_requested = self._stop_requested or context.stop_requested
+        return results["caller"]
+
+    def close(self, run_end_hooks: bool = True) -> None:
+        try:
+            if run_end_hooks:
+                for hook in self._hooks:
+                    hook.end(self._sess)
+        finally:
+            self._close_session()
+
+    def _close_session(self) -> None:
+        self._coord.request_stop()
+        try:
+            self._coord.join(stop_grace_period_secs=self._grace, ignore_live_threads=True)
+        finally:
+            try:
+                self._sess.close()
+            except Exception:  # as _CoordinatedSession: join() already reported what matters
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        # As MonitoredSession: the end of the input (OutOfRangeError) is a normal stop,
+        # and hooks' end() runs only on a normal stop.
+        normal = exc_type is None or issubclass(exc_type, (tf.errors.OutOfRangeError, StopIteration))
+        self.close(run_end_hooks=normal)
+        return normal and exc_type is not None

@@ -1,0 +1,1 @@
+"""Multirun sweeps: one job's wrapper around ``trainer.run`` (job), and sweep summaries with ``train-report`` (report)."""

@@ -1,0 +1,71 @@
+"""One job of a Hydra multirun: the checks and records a sweep needs around ``run()``.
+
+Jobs of the basic launcher share one process, so errors are raised (a SystemExit
+would end the whole sweep) after the job's ``metrics.json`` records the failure;
+Hydra finishes the other jobs and the sweep exits non-zero. ``sweep.fail_fast``
+ends the sweep at the first failure instead.
+"""
+
+import logging
+import os
+
+from omegaconf import OmegaConf
+
+import trainer
+from trainer.errors import ConfigError, first_line
+from trainer.records import write_json
+
+log = logging.getLogger("trainer")
+
+
+# Hydra values that differ from job to job: a checkpoint.dir built from one is the job's own.
+_PER_JOB = ("${hydra:job.num}", "${hydra:job.id}", "${hydra:job.override_dirname}", "${hydra:runtime.output_dir}",
+            "${hydra:sweep.subdir}")
+
+
+def check_own_checkpoint_dir(cfg, job_dir: str) -> None:
+    """An explicit ``checkpoint.dir`` must be the job's own: built from a per-job Hydra value
+    (``${hydra:job.num}``, ...) or inside the job's dir. Jobs never share one."""
+    raw = OmegaConf.to_container(cfg.checkpoint, resolve=False).get("dir")
+    if raw is None or any(key in str(raw) for key in _PER_JOB):
+        return
+    path = os.path.abspath(os.path.expanduser(str(cfg.checkpoint.dir)))
+    if os.path.basename(job_dir) in path.split(os.sep):
+        return
+    raise ConfigError(
+        f"checkpoint.dir={cfg.checkpoint.dir}: every job of this sweep would share it; leave it unset (each job gets "
+        "its own) or include the job, e.g. checkpoint.dir=/ckpts/${hydra:job.num}"
+    )
+
+
+def _launcher_jobs(hc) -> int:
+    launcher = hc.launcher
+    target = str(launcher.get("_target_", ""))
+    if "joblib" in target.lower():
+        n_jobs = launcher.get("n_jobs", -1)
+        return os.cpu_count() if n_jobs in (None, -1) else max(1, int(n_jobs))
+    return 1
+
+
+def run_job(cfg, hc) -> float:
+    """Run one sweep job; record a failure in its ``metrics.json`` and raise it."""
+    output_dir = hc.runtime.output_dir
+    try:
+        check_own_checkpoint_dir(cfg, output_dir)
+        parallel = _launcher_jobs(hc)
+        if parallel > 1 and not cfg.device.intra_op_threads:
+            # Parallel jobs share the cores: split them rather than let each take them all.
+            threads = max(1, (os.cpu_count() or 1) // parallel)
+            cfg.device.intra_op_threads = threads
+            cfg.device.inter_op_threads = threads
+            log.info("%d parallel jobs: %d intra-op and inter-op threads each", parallel, threads)
+        return trainer.run(cfg, output_dir).get("objective_value")
+    except Exception as e:
+        reason = f"{type(e).__name__}: {first_line(e)}"
+        os.makedirs(output_dir, exist_ok=True)
+        write_json(os.path.join(output_dir, "metrics.json"),
+                   {"status": "failed", "error": reason, "model": cfg.model.name, "session": str(cfg.session.kind)})
+        log.error("job %s failed: %s", os.path.basename(output_dir), reason)
+        if cfg.sweep.fail_fast:
+            raise SystemExit(1)  # ends the sweep here, as sweep.fail_fast asks
+        raise

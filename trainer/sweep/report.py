@@ -1,0 +1,230 @@
+"""Multirun sweeps: the summary of a sweep dir (CSV, Markdown, a plot) and the Hydra
+callback that writes it when a sweep ends.
+
+``train-report SWEEP_DIR`` (or ``python -m trainer.sweep.report SWEEP_DIR``) rebuilds the
+summary of any sweep dir, also one that is still running. Each job dir holds its
+``.hydra/overrides.yaml``, ``metrics.json`` (status ``finished``, ``failed`` or
+``preempted``) and ``metrics.jsonl`` (the learning curve).
+"""
+
+import argparse
+import contextlib
+import csv
+import json
+import logging
+import os
+import sys
+from typing import Dict, List, Optional
+
+import yaml
+from hydra.experimental.callback import Callback
+
+from trainer.records import read_json
+
+log = logging.getLogger("trainer")
+
+NOT_SWEPT = {"hydra.sweep.dir", "hydra.sweep.subdir"}
+
+
+def direction_of(objective: str, direction: str = "auto") -> str:
+    """``maximize`` or ``minimize`` for an eval metric; ``auto``: minimize losses and errors."""
+    if direction in ("maximize", "minimize"):
+        return direction
+    return "minimize" if any(word in objective for word in ("loss", "error")) else "maximize"
+
+
+def _read_yaml(path: str, default):
+    try:
+        with open(path) as f:
+            return yaml.safe_load(f)
+    except (OSError, ValueError, yaml.YAMLError):
+        return default
+
+
+def collect(sweep_dir: str) -> List[Dict]:
+    """One row per job dir of ``sweep_dir``: its overrides, status and metrics."""
+    rows = []
+    for name in sorted(os.listdir(sweep_dir)):
+        job_dir = os.path.join(sweep_dir, name)
+        overrides = _read_yaml(os.path.join(job_dir, ".hydra", "overrides.yaml"), None)
+        if not os.path.isdir(job_dir) or overrides is None:
+            continue
+        metrics = read_json(os.path.join(job_dir, "metrics.json"))
+        config = _read_yaml(os.path.join(job_dir, ".hydra", "config.yaml"), {}) or {}
+        eval_cfg = config.get("eval", {}) if isinstance(config, dict) else {}
+        row = {
+            "job": name,
+            "overrides": " ".join(o for o in overrides if o.split("=", 1)[0] not in NOT_SWEPT),
+            "params": dict(o.split("=", 1) for o in overrides if "=" in o and o.split("=", 1)[0] not in NOT_SWEPT),
+            "status": metrics.get("status", "running" if os.path.exists(os.path.join(job_dir, "metrics.jsonl")) else "pending"),
+            "global_step": metrics.get("global_step"),
+            "steps_per_sec": metrics.get("steps_per_sec"),
+            "wall_secs": metrics.get("wall_secs"),
+            "objective": metrics.get("objective") or eval_cfg.get("objective", "accuracy"),
+            "direction": direction_of(metrics.get("objective") or eval_cfg.get("objective", "accuracy"),
+                                      eval_cfg.get("direction", "auto")),
+            "error": metrics.get("error", ""),
+            "job_dir": job_dir,
+        }
+        row.update({k: v for k, v in metrics.items() if k.startswith("eval_")})
+        rows.append(row)
+    return _sorted(rows)
+
+
+def _sorted(rows: List[Dict]) -> List[Dict]:
+    """Finished jobs by their objective (best first), then the others."""
+    def key(row):
+        value = row.get(f"eval_{row['objective']}")
+        if row["status"] != "finished" or value is None:
+            return (1, 0.0)
+        return (0, -value if row["direction"] == "maximize" else value)
+
+    return sorted(rows, key=key)
+
+
+def _columns(rows: List[Dict]) -> List[str]:
+    evals = sorted({k for r in rows for k in r if k.startswith("eval_")})
+    return ["job", "overrides", "status", "global_step", *evals, "steps_per_sec", "wall_secs", "error"]
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}" if abs(value) < 1000 else f"{value:.1f}"
+    return "" if value is None else str(value)
+
+
+def write_report(sweep_dir: str, plot: bool = True) -> List[Dict]:
+    """Write ``summary.csv``, ``summary.md`` and (with matplotlib) ``summary.png`` into ``sweep_dir``."""
+    rows = collect(sweep_dir)
+    columns = _columns(rows)
+    with _atomic(os.path.join(sweep_dir, "summary.csv"), newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow([_fmt(row.get(c)) for c in columns])
+    lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+    for row in rows:
+        lines.append("| " + " | ".join(_fmt(row.get(c)).replace("|", "\\|") for c in columns) + " |")
+    failed = sum(r["status"] == "failed" for r in rows)
+    header = f"# Sweep {os.path.abspath(sweep_dir)}\n\n{len(rows)} jobs, {failed} failed; sorted by the objective, best first.\n\n"
+    with _atomic(os.path.join(sweep_dir, "summary.md")) as f:
+        f.write(header + "\n".join(lines) + "\n")
+    if plot:
+        _plot(sweep_dir, rows)
+    return rows
+
+
+@contextlib.contextmanager
+def _atomic(path: str, **kwargs):
+    """Write ``path`` through a temporary file: jobs of a parallel launcher may rewrite it at once."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", **kwargs) as f:
+        yield f
+    os.replace(tmp, path)
+
+
+def _plot(sweep_dir: str, rows: List[Dict]) -> Optional[str]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log.info("matplotlib is not installed (pip install '.[sweep]'): no summary.png")
+        return None
+    done = [r for r in rows if r.get(f"eval_{r['objective']}") is not None]
+    params = sorted({p for r in rows for p in r["params"] if len({str(x["params"].get(p)) for x in rows}) > 1})
+    panels = max(1, len(params)) + 1
+    fig, axes = plt.subplots(1, panels, figsize=(4.5 * panels, 3.8), squeeze=False)
+    objective = done[0]["objective"] if done else "accuracy"
+    for ax, param in zip(axes[0], params or ["job"]):
+        values = [r["params"].get(param, r["job"]) if param != "job" else r["job"] for r in done]
+        labels = sorted(set(values), key=lambda v: (_number(v) is None, _number(v) or 0, str(v)))
+        xs = [labels.index(v) for v in values]
+        ax.scatter(xs, [r[f"eval_{objective}"] for r in done])
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+        ax.set_xlabel(param)
+        ax.set_ylabel(f"eval {objective}")
+    curve_ax = axes[0][-1]
+    for r in rows:
+        steps, values = _curve(r["job_dir"], objective)
+        if steps:
+            label = " ".join(f"{p}={r['params'].get(p)}" for p in params) or r["job"][:40]
+            curve_ax.plot(steps, values, marker=".", label=label)
+    curve_ax.set_xlabel("global step")
+    curve_ax.set_ylabel(f"eval {objective}")
+    if rows:
+        curve_ax.legend(fontsize=6)
+    fig.tight_layout()
+    path = os.path.join(sweep_dir, "summary.png")
+    tmp = f"{path}.{os.getpid()}.png"
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path
+
+
+def _number(value) -> Optional[float]:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _curve(job_dir: str, metric: str):
+    steps, values = [], []
+    try:
+        with open(os.path.join(job_dir, "metrics.jsonl")) as f:
+            for line in f:
+                row = json.loads(line)
+                if row.get("kind") == "eval" and metric in row:
+                    steps.append(row["step"])
+                    values.append(row[metric])
+    except (OSError, ValueError):
+        pass
+    return steps, values
+
+
+class SweepSummaryCallback(Callback):
+    """Rewrites the sweep summary after every job (so a running sweep has one) and when the sweep ends."""
+
+    def on_job_end(self, config, job_return, **kwargs) -> None:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        if HydraConfig.get().mode == RunMode.MULTIRUN and os.path.isdir(str(config.hydra.sweep.dir)):
+            try:
+                write_report(str(config.hydra.sweep.dir))
+            except Exception as e:  # a summary must never fail a job
+                log.warning("could not update the sweep summary: %s", e)
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        sweep_dir = str(config.hydra.sweep.dir)
+        if not os.path.isdir(sweep_dir):
+            return
+        rows = write_report(sweep_dir)
+        failed = [r for r in rows if r["status"] == "failed"]
+        log.info("sweep summary: %s (%d jobs, %d failed)", os.path.join(sweep_dir, "summary.md"), len(rows), len(failed))
+        for r in failed:
+            log.error("job %s failed: %s", r["job"], r["error"])
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="train-report", description="Summarise a sweep dir of the train command.")
+    parser.add_argument("sweep_dir", help="a multirun dir, e.g. outputs/multirun")
+    parser.add_argument("--no-plot", action="store_true", help="skip summary.png")
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.sweep_dir):
+        print(f"error: {args.sweep_dir}: no such dir; give a sweep dir such as outputs/multirun", file=sys.stderr)
+        raise SystemExit(2)
+    rows = write_report(args.sweep_dir, plot=not args.no_plot)
+    with open(os.path.join(args.sweep_dir, "summary.md")) as f:
+        print(f.read())
+    if not rows:
+        print(f"error: {args.sweep_dir} has no job dirs", file=sys.stderr)
+        raise SystemExit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""The training loop, written once for both session backends, and its error policy.
+
+The lifecycle, as ``session_run_hook.py`` documents it::
+
+    hooks: begin()
+    session = open_session()          # init or restore, queue runners, hooks: after_create_session()
+    while not session.should_stop():  # max_steps reached, a hook asked, a signal, the end of the input
+        session.run(train_op)         # hooks: before_run() / after_run() around every step
+    hooks: end(session)               # final checkpoint and evaluation; only on a normal stop
+
+NaN (``NanLossError``) and too many recoveries are raised as they are. Any other error first
+saves the session's state when it can still be read: hooks' ``end()`` does not run after an
+error, so no other save would happen.
+"""
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import tensorflow as tf
+
+from trainer.errors import NanLossError, RecoveryLimitError, TrainingError
+
+log = logging.getLogger("trainer")
+
+
+@dataclass
+class LoopStats:
+    steps: int = 0  # steps this process ran
+    last: object = None  # the last step's fetched values
+    session_secs: float = 0.0  # creating the session: init or restore, hooks' after_create_session
+    train_secs: float = 0.0  # the loop itself, up to the normal stop
+    first_step_at: Optional[float] = None  # wall time of the first step's end
+
+
+def run_loop(session_factory: Callable, fetches, save_state: Optional[Callable] = None,
+             at_normal_end: Optional[Callable] = None) -> LoopStats:
+    """Run ``fetches`` until the session says stop; returns what was done.
+
+    Args:
+      session_factory: opens the session (a context manager with ``run`` and ``should_stop``).
+      fetches: what each step runs (the train op).
+      save_state: ``save_state(session)`` after an error; None where this process must not save.
+      at_normal_end: ``at_normal_end(session)`` when the loop ends normally, before the hooks' end().
+    """
+    stats = LoopStats()
+    opened = time.time()
+    with session_factory() as sess:
+        started = time.time()
+        stats.session_secs = started - opened
+        try:
+            while not sess.should_stop():
+                stats.last = sess.run(fetches)
+                stats.steps += 1
+                if stats.steps == 1:
+                    stats.first_step_at = time.time()
+            if at_normal_end is not None:
+                at_normal_end(sess)
+        except tf.errors.OutOfRangeError as e:
+            # MonitoredSession reads this as the end of the input; the runner's training input
+            # repeats for ever, so here it is a failure.
+            _save(save_state, sess)
+            raise TrainingError(f"unexpected end of input or a truncated file during training: {e.message}") from e
+        except (NanLossError, RecoveryLimitError):
+            raise
+        except Exception:
+            _save(save_state, sess)
+            raise
+        stats.train_secs = time.time() - started
+    return stats
+
+
+def _save(save_state, sess) -> None:
+    if save_state is None:
+        return
+    try:
+        save_state(sess)
+    except Exception as e:
+        log.warning("could not save a checkpoint after the error (%s: %s)", type(e).__name__,
+                    (str(e).splitlines() or [""])[0])
+
+
+def checkpoint_saver(graph, checkpoint_dir: str) -> Callable:
+    """``save_state`` for :func:`run_loop`: the session's variables as a checkpoint of its global step."""
+
+    def save(sess):
+        def write(raw_session):
+            path = graph.saver.save(raw_session, os.path.join(checkpoint_dir, "model.ckpt"),
+                                    global_step=graph.global_step)
+            log.warning("saved the last state before the error: %s", path)
+
+        if hasattr(sess, "raw_session"):
+            write(sess.raw_session)
+        else:
+            sess.run_step_fn(lambda step_context: write(step_context.session))
+
+    return save

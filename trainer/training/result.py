@@ -1,0 +1,70 @@
+"""The result record of a training run: what ``metrics.json`` says, for the chief and for other workers."""
+
+import logging
+import signal
+from typing import Dict
+
+import tensorflow as tf
+
+from trainer.errors import ConfigError
+
+log = logging.getLogger("trainer")
+
+
+def _rounded(timings: Dict) -> Dict:
+    return {k: round(v, 3) for k, v in timings.items()}
+
+
+def _preemption(preemption) -> str:
+    return signal.Signals(preemption.signum).name
+
+
+def worker_record(run, stats, preemption) -> Dict:
+    """A cluster worker other than the chief: its own steps (it never reads the eval metrics).
+
+    ``run`` has the run's ``cfg``, ``device``, ``timings`` and ``cluster``."""
+    cfg, role, device, timings = run.cfg, run.cluster.role, run.device, run.timings
+    record = {
+        "status": "finished" if preemption.signum is None else "preempted", "role": role.name,
+        "global_step": int(stats.last[1]) + 1 if stats.last is not None else None, "local_steps": stats.steps,
+        "loss": None, "session": str(cfg.session.kind),
+        "steps_per_sec": stats.steps / stats.train_secs if stats.train_secs > 0 else None,
+        "model": cfg.model.name, "data": cfg.data.name, "device": device, "timings": _rounded(timings),
+    }
+    if preemption.signum is not None:
+        record.update(message=f"stopped by {_preemption(preemption)}", exit_code=preemption.exit_code)
+    return record
+
+
+def chief_record(run, start_step: int, metrics, stats, preemption) -> Dict:
+    """The run's record: its last step, training loss, eval metrics and objective.
+
+    ``run`` has the run's ``cfg``, ``device``, ``timings`` and ``cluster`` (None for one process).
+
+    Raises:
+      ConfigError: ``eval.objective`` names no eval metric of the model.
+    """
+    cfg, device, timings, cluster = run.cfg, run.device, run.timings, run.cluster
+    final_step = max(metrics.train.get("step", start_step), metrics.eval.get("step", start_step))
+    record = {
+        "global_step": int(final_step), "start_step": int(start_step), "loss": metrics.train.get("loss"),
+        "steps_per_sec": (final_step - start_step) / stats.train_secs if stats.train_secs > 0 else None,
+        "session": str(cfg.session.kind), "model": cfg.model.name, "data": cfg.data.name, "device": device,
+        "checkpoint_dir": cfg.checkpoint.dir, "timings": _rounded(timings),
+    }
+    if cluster is not None:
+        record.update(role=cluster.role.name, local_steps=stats.steps,
+                      cluster={job: list(a) for job, a in cluster.role.cluster.items()})
+    if preemption.signum is not None:
+        latest = tf.train.latest_checkpoint(cfg.checkpoint.dir)
+        message = (f"stopped by {_preemption(preemption)} at step {final_step}; checkpoint saved: {latest}; "
+                   "run the same command to resume")
+        log.warning(message)
+        return dict(record, status="preempted", message=message, exit_code=preemption.exit_code)
+    objective = cfg.eval.objective
+    evals = {k: v for k, v in metrics.eval.items() if k not in ("kind", "step", "time")}
+    if objective not in evals:
+        raise ConfigError(f"eval.objective={objective}: the model has no such eval metric; use one of {sorted(evals)}")
+    record.update(status="finished", objective=objective, objective_value=evals[objective])
+    record.update({f"eval_{k}": v for k, v in evals.items()})
+    return record
