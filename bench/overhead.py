@@ -42,7 +42,8 @@ def _measure_in(workdir: str, session: str, args) -> dict:
     tf = import_tensorflow()  # first, quietly: the modules below import TensorFlow too
     from trainer.config.rules import prepare
     from trainer.data.sources import load_arrays
-    from trainer.hooks.assembly import make_training_hooks, make_user_hooks
+    from trainer.hooks.assembly import RunParts, make_training_hooks, make_user_hooks
+    from trainer.hooks.evaluation import SharedEvaluation
     from trainer.model.graph import build_graph
     from trainer.records import MetricsLog
     from trainer.session.device import session_config
@@ -53,7 +54,8 @@ def _measure_in(workdir: str, session: str, args) -> dict:
     graph = build_graph(cfg, load_arrays(cfg.data))
     metrics = MetricsLog(os.path.join(workdir, "metrics.jsonl"))
     with graph.graph.as_default():
-        hooks = make_training_hooks(cfg, graph, make_user_hooks(cfg), metrics, PreemptionHandler())
+        parts = RunParts(metrics, PreemptionHandler(), SharedEvaluation(graph.evaluation))
+        hooks = make_training_hooks(cfg, graph, make_user_hooks(cfg), parts)
         with open_session(session, graph.scaffold, hooks.every, hooks.chief, cfg.checkpoint.dir,
                           session_config(cfg.device, "cpu")) as sess:
             raw = sess.raw_session if hasattr(sess, "raw_session") else sess._tf_sess()

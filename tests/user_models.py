@@ -2,6 +2,7 @@
 
 import tensorflow as tf
 
+from trainer.estimator import EstimatorSpec
 from trainer.models.common import classifier_spec
 
 tf1 = tf.compat.v1
@@ -30,3 +31,87 @@ def scaled_loss(features, labels, mode, params):
 
 def zero_scale():
     return {"loss_scale": 0.0}
+
+
+def _linear_classifier(features, labels, mode):
+    logits = tf1.layers.dense(tf1.layers.flatten(features["x"]), 10)
+    spec = classifier_spec(logits, labels, mode)
+    return spec, tf1.train.GradientDescentOptimizer(0.1)
+
+
+def step_by_three(features, labels, mode):
+    """A train op that moves the global step by 3 (as models counting examples or sub-steps do)."""
+    spec, optimizer = _linear_classifier(features, labels, mode)
+    if mode != "train":
+        return spec
+    step = tf1.train.get_global_step()
+    with tf.control_dependencies([optimizer.minimize(spec.loss)]):
+        train_op = tf1.assign_add(step, 3)
+    return spec._replace(train_op=train_op)
+
+
+def forgets_global_step(features, labels, mode):
+    """The commonest slip: ``minimize(loss)`` without ``global_step``; the step never moves."""
+    spec, optimizer = _linear_classifier(features, labels, mode)
+    if mode != "train":
+        return spec
+    return spec._replace(train_op=optimizer.minimize(spec.loss))
+
+
+def empty_eval_input(params):
+    """An eval input_fn whose filter drops every example."""
+    images = tf.zeros([8, 28, 28, 1])
+    labels = tf.zeros([8], tf.int32)
+    return tf.data.Dataset.from_tensor_slices(({"x": images}, labels)).filter(lambda f, l: l > 0).batch(4)
+
+
+def train_input(params):
+    images = tf.random.stateless_uniform([64, 28, 28, 1], seed=[1, 2])
+    labels = tf.random.stateless_uniform([64], seed=[3, 4], maxval=10, dtype=tf.int32)
+    return tf.data.Dataset.from_tensor_slices(({"x": images}, labels)).repeat().batch(params["batch_size"])
+
+
+def large_classifier_style(features, labels, mode, params):
+    """In the style of large Estimator-era classifiers: an optional ``init_from_checkpoint`` of the
+    encoder inside the model_fn, a ``loss`` name scope, metrics named ``eval_*``, its own optimizer
+    and a train op that assigns the global step itself."""
+    with tf1.variable_scope("encoder"):
+        hidden = tf1.layers.dense(tf1.layers.flatten(features["x"]), 32, activation=tf.nn.tanh, name="dense")
+    with tf1.variable_scope("classifier"):
+        logits = tf1.layers.dense(hidden, 10, name="output")
+    if params.get("init_checkpoint"):
+        tf1.train.init_from_checkpoint(params["init_checkpoint"], {"encoder/": "encoder/"})
+    classes = tf.argmax(logits, axis=1)
+    if mode == "infer":
+        return EstimatorSpec(mode, predictions={"classes": classes})
+    with tf1.name_scope("loss"):
+        loss = tf1.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+    if mode == "eval":
+        return EstimatorSpec(mode, loss=loss, eval_metric_ops={
+            "eval_accuracy": tf1.metrics.accuracy(labels=labels, predictions=classes),
+            "eval_loss": tf1.metrics.mean(loss)})
+    global_step = tf1.train.get_or_create_global_step()
+    tvars = tf1.trainable_variables()
+    grads, _ = tf.clip_by_global_norm(tf.gradients(loss, tvars), clip_norm=1.0)
+    train_op = tf1.train.AdamOptimizer(1e-3).apply_gradients(zip(grads, tvars))
+    train_op = tf.group(train_op, [global_step.assign(global_step + 1)])
+    return EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def raises_in_model_fn(features, labels, mode):
+    width = 64
+    return EstimatorSpec(mode, loss=width.value)
+
+
+def top1_accuracy_only(features, labels, mode):
+    """A classifier whose accuracy metric has a name of its own."""
+    spec, _ = _linear_classifier(features, labels, mode)
+    if mode == "eval":
+        return spec._replace(eval_metric_ops={"top1_accuracy": spec.eval_metric_ops["accuracy"]})
+    return spec
+
+
+def no_accuracy(features, labels, mode):
+    """A model with no accuracy metric at all (a regression-like eval: the loss only)."""
+    spec, _ = _linear_classifier(features, labels, mode)
+    return spec._replace(eval_metric_ops={}) if mode == "eval" else spec

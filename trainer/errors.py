@@ -10,6 +10,9 @@ error's status.
 import logging
 import os
 import sys
+import sysconfig
+import traceback
+from typing import List, Optional
 
 
 class TrainerError(Exception):
@@ -80,14 +83,51 @@ def full_errors() -> bool:
 
 
 def first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [""])[0]
+    """The line that says what went wrong (for TensorFlow's "Graph execution error:", the failing
+    op's own message, which comes after its stack)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines()]
+    if lines and lines[0] == "Graph execution error:":
+        node = next((i for i, line in enumerate(lines) if line.startswith("Node: ")), None)
+        if node is not None and node + 1 < len(lines) and lines[node + 1]:
+            return f"{lines[node + 1]} ({lines[node][len('Node: '):]})"
+    return (lines or [""])[0]
+
+
+_LIBRARIES = ("trainer", "tensorflow", "tf_keras", "keras", "absl", "hydra", "omegaconf", "google", "numpy")
+
+
+def _library_dirs() -> List[str]:
+    dirs = [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")]
+    for name in _LIBRARIES:
+        module = sys.modules.get(name)
+        for path in getattr(module, "__path__", None) or []:
+            dirs.append(path)
+    return [os.path.join(os.path.realpath(d), "") for d in dirs]
+
+
+def user_frame(exc: BaseException) -> Optional[str]:
+    """Where in the user's code ``exc`` came from: ``file.py:LINE in function`` of the innermost
+    frame outside the runner, TensorFlow, the standard library and the config libraries. For a
+    TensorFlow op error, the frame that created the failing op."""
+    frames = [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(exc.__traceback__)]
+    op = getattr(exc, "op", None)
+    if op is not None and getattr(op, "traceback", None):
+        frames = [(f.filename, f.lineno, f.name) for f in op.traceback]
+    libraries = _library_dirs()
+    for filename, lineno, name in reversed(frames):
+        path = os.path.realpath(filename)
+        if not filename.startswith("<") and not any(path.startswith(d) for d in libraries):
+            return f"{os.path.basename(filename)}:{lineno} in {name}"
+    return None
 
 
 def describe(exc: BaseException) -> str:
-    """The one line an error is reported as: the runner's own message, or ``Type: first line``."""
+    """The one line an error is reported as: the runner's own message, or ``Type: first line``
+    with the innermost frame of the user's code it came from (``at model.py:12 in model_fn``)."""
     if isinstance(exc, TrainerError):
         return str(exc)
-    return f"{type(exc).__name__}: {first_line(exc)}"
+    where = user_frame(exc)
+    return f"{type(exc).__name__}: {first_line(exc)}" + (f" (at {where})" if where else "")
 
 
 def fail(message: str, code: int):

@@ -1,11 +1,14 @@
 """The model_fn contract: ``ModeKeys`` and ``EstimatorSpec``, as ``tf.estimator`` had them.
 
-A model is a function ``model_fn(features, labels, mode, params) -> EstimatorSpec``,
+A model is a function ``model_fn(features, labels, mode, params, config) -> EstimatorSpec``,
 the convention of TF1 Estimators, so existing model code ports by changing imports:
-``tf.estimator.ModeKeys`` / ``EstimatorSpec`` / ``export.PredictOutput`` become
-``trainer.estimator.ModeKeys`` / ``EstimatorSpec`` / ``export.PredictOutput``.
-The runner calls it once per mode (TRAIN, then EVAL reusing the same variables).
-A spec without a ``train_op`` in TRAIN mode gets one from the ``optimizer`` config.
+``tf.estimator.ModeKeys`` / ``EstimatorSpec`` / ``RunConfig`` / ``export.*`` / ``inputs.numpy_input_fn``
+become ``trainer.estimator.ModeKeys`` / ``EstimatorSpec`` / ``RunConfig`` / ``export.*`` /
+``inputs.numpy_input_fn``.
+As Estimator did, the runner passes only the arguments the function declares (``features``
+always; ``labels``, ``mode``, ``params``, ``config`` by name), and input_fns get ``params``,
+``mode`` and ``config`` if they declare them. A spec without a ``train_op`` in TRAIN mode gets
+one from the ``optimizer`` config.
 """
 
 from typing import Any, Dict, NamedTuple, Optional, Sequence
@@ -29,6 +32,34 @@ class EstimatorSpec(NamedTuple):
     scaffold: Optional[Any] = None
     evaluation_hooks: Sequence[Any] = ()
     prediction_hooks: Sequence[Any] = ()
+
+
+class RunConfig(NamedTuple):
+    """What a model_fn or input_fn declaring ``config`` receives: Estimator's RunConfig fields, read-only."""
+
+    model_dir: Optional[str] = None  # the checkpoint dir
+    tf_random_seed: Optional[int] = None
+    save_summary_steps: Optional[int] = None
+    save_checkpoints_steps: Optional[int] = None
+    save_checkpoints_secs: Optional[float] = None
+    keep_checkpoint_max: int = 5
+    keep_checkpoint_every_n_hours: float = 10000.0
+    log_step_count_steps: Optional[int] = None
+    session_config: Optional[Any] = None
+    cluster_spec: Optional[Dict[str, Sequence[str]]] = None  # job -> addresses; None for one process
+    task_type: str = "worker"
+    task_id: int = 0
+    is_chief: bool = True
+    master: str = ""
+    evaluation_master: str = ""
+    num_ps_replicas: int = 0
+    num_worker_replicas: int = 1  # training tasks (chief and workers)
+    global_id_in_cluster: int = 0  # this training task's index among them: its data shard
+    train_distribute: Optional[Any] = None
+    eval_distribute: Optional[Any] = None
+    device_fn: Optional[Any] = None
+    protocol: Optional[str] = None
+    service: Optional[Any] = None
 
 
 class _ExportOutput:
@@ -69,7 +100,58 @@ class RegressionOutput(_ExportOutput):
         return self._outputs
 
 
+class ServingInputReceiver(NamedTuple):
+    """What a serving input function returns: the ``features`` given to the model_fn (mode infer) and
+    the ``receiver_tensors`` a request feeds (a dict, or one tensor served as ``input``)."""
+
+    features: Any
+    receiver_tensors: Any
+    receiver_tensors_alternatives: Optional[Any] = None
+
+
+def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
+    """A serving input function feeding ``features`` (a dict of tensors shaped like the real features)
+    through placeholders of the same dtype and shape, the batch dimension ``default_batch_size``."""
+    import tensorflow as tf
+
+    def serving_input_receiver_fn():
+        receivers = {}
+        for name, tensor in features.items():
+            shape = [default_batch_size] + tensor.shape.as_list()[1:]
+            receivers[name] = tf.compat.v1.placeholder(tensor.dtype, shape, name=name)
+        return ServingInputReceiver(dict(receivers), receivers)
+
+    return serving_input_receiver_fn
+
+
+def build_parsing_serving_input_receiver_fn(feature_spec, default_batch_size=None):
+    """A serving input function taking serialized ``tf.Example`` protos (``examples``) parsed with
+    ``feature_spec`` (as given to ``tf.io.parse_example``)."""
+    import tensorflow as tf
+
+    def serving_input_receiver_fn():
+        serialized = tf.compat.v1.placeholder(tf.string, [default_batch_size], name="input_example_tensor")
+        features = tf.compat.v1.io.parse_example(serialized, feature_spec)
+        return ServingInputReceiver(features, {"examples": serialized})
+
+    return serving_input_receiver_fn
+
+
+def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_capacity=1000, num_threads=1):
+    """Estimator's ``inputs.numpy_input_fn`` (see ``trainer.data.numpy_input``)."""
+    from trainer.data.numpy_input import numpy_input_fn as make
+
+    return make(x, y, batch_size, num_epochs, shuffle, queue_capacity, num_threads)
+
+
+class inputs:  # noqa: N801  (mirrors the tf.estimator.inputs namespace)
+    numpy_input_fn = staticmethod(numpy_input_fn)
+
+
 class export:  # noqa: N801  (mirrors the tf.estimator.export namespace)
     PredictOutput = PredictOutput
     ClassificationOutput = ClassificationOutput
     RegressionOutput = RegressionOutput
+    ServingInputReceiver = ServingInputReceiver
+    build_raw_serving_input_receiver_fn = staticmethod(build_raw_serving_input_receiver_fn)
+    build_parsing_serving_input_receiver_fn = staticmethod(build_parsing_serving_input_receiver_fn)

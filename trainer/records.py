@@ -3,7 +3,7 @@
 import json
 import os
 import time
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 
 def write_json(path: str, payload: Dict, indent: int = 2) -> None:
@@ -35,7 +35,7 @@ class MetricsLog:
 
     def record(self, kind: str, step: int, values: Dict[str, float]) -> None:
         row = {"kind": kind, "step": int(step), "time": round(time.time(), 3)}
-        row.update({k: float(v) for k, v in values.items()})
+        row.update({k: v if isinstance(v, int) else float(v) for k, v in values.items()})
         if kind == "eval":
             self.eval = dict(row)
         else:
@@ -43,3 +43,30 @@ class MetricsLog:
         if self.path:
             with open(self.path, "a") as f:
                 f.write(json.dumps(row) + "\n")
+
+
+def eval_key(metric: str) -> str:
+    """The ``metrics.json`` key of eval metric ``metric``: ``eval_`` prefixed once (a model's own
+    ``eval_accuracy`` stays ``eval_accuracy``)."""
+    return metric if metric.startswith("eval_") else f"eval_{metric}"
+
+
+def resolve_objective(objective: str, metrics, default: str = "accuracy") -> Tuple[str, Optional[str]]:
+    """The eval metric ``eval.objective`` names among the model's ``metrics``, and a warning or None.
+
+    ``accuracy`` also finds ``eval_accuracy`` (and the reverse). When the default objective is not
+    a metric of the model, the first metric with ``accuracy`` in its name stands in, else the loss.
+
+    Raises:
+      ValueError: ``objective`` (not the default) names no metric of the model.
+    """
+    names = sorted(metrics)
+    for candidate in (objective, eval_key(objective), objective[len("eval_"):] if objective.startswith("eval_") else None):
+        if candidate in names:
+            return candidate, None
+    if objective == default:
+        stand_in = next((n for n in names if "accuracy" in n), None) or next((n for n in names if "loss" in n), None)
+        if stand_in is not None:
+            return stand_in, (f"eval.objective={objective}: the model has no such eval metric; using {stand_in} "
+                              f"(set eval.objective to one of {names})")
+    raise ValueError(f"eval.objective={objective}: the model has no such eval metric; use one of {names}")

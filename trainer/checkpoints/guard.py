@@ -35,10 +35,15 @@ def metrics_path(workdir: str) -> str:
     return os.path.join(workdir, "metrics.json")
 
 
-def _is_final(record: Dict, step: Optional[int], max_steps: int) -> bool:
-    """``record`` (a run's metrics.json) is the final record of the checkpoint at ``step``."""
-    return (step is not None and step >= max_steps and record.get("status") == "finished"
-            and record.get("global_step") == step)
+def _is_final(record: Dict, step: Optional[int], max_steps: Optional[int]) -> bool:
+    """``record`` (a run's metrics.json) is the final record of the checkpoint at ``step`` for the
+    target ``max_steps``: the run reached it, or it ended otherwise (early stopping, the end of the
+    input) with that same target. A higher target trains on."""
+    if step is None or record.get("status") != "finished" or record.get("global_step") != step:
+        return False
+    if max_steps is not None and step >= max_steps:
+        return True
+    return "max_steps" in record and record["max_steps"] == max_steps
 
 
 def finished_run(cfg, workdir: str) -> Optional[Dict]:
@@ -75,8 +80,9 @@ def claim(cfg, graph, workdir: str):
             check_compatible(intact.path, graph.graph, ckpt_dir, cfg.model.name, graph_config(cfg))
         previous = read_json(metrics_path(workdir))
         if intact and _is_final(previous, start_step, cfg.train.max_steps):
-            log.info("checkpoint.dir %s is already at step %d (train.max_steps=%d): nothing to do; metrics in %s",
-                     ckpt_dir, start_step, cfg.train.max_steps, metrics_path(workdir))
+            log.info("checkpoint.dir %s is already at step %d (the run finished: %s; train.max_steps=%s): nothing to do; "
+                     "metrics in %s", ckpt_dir, start_step, previous.get("stop_reason", "max_steps"),
+                     cfg.train.max_steps, metrics_path(workdir))
             yield Claim(start_step, previous)
             return
         if intact:

@@ -120,3 +120,9 @@ def checkpoint_step(path: str) -> int:
             f"checkpoint {path} is unreadable ({type(e).__name__}: {str(e).splitlines()[0]}); "
             "restore its files or point checkpoint.dir at another dir"
         ) from None
+
+
+def latest_step(checkpoint_dir: str) -> Optional[int]:
+    """The step of the checkpoint the dir's state file names; None when there is none."""
+    path = tf.train.latest_checkpoint(checkpoint_dir)
+    return checkpoint_step(path) if path else None

@@ -19,9 +19,10 @@ RUNS_ROOT = "outputs"
 _SCHEDULE_KEYS = {
     "train.max_steps", "session", "device", "hooks", "hook", "resume",
     "eval.every_steps", "eval.batch_size", "checkpoint.every_steps", "checkpoint.every_secs", "checkpoint.keep",
-    "summary.every_steps", "mode", "distributed",
+    "summary.every_steps", "mode", "distributed", "train.stalled_steps_limit",
 }
 _SCHEDULE_PREFIXES = ("session.", "device.", "hooks.", "hook.", "log.", "predict.", "export.", "eval.checkpoint",
+                      "eval.objective", "eval.direction", "eval.graph",
                       "distributed.")
 _MAX_NAME = 200  # file names may be 255 bytes
 

@@ -34,7 +34,11 @@ def validate(cfg) -> None:
             raise ConfigError(f"data.{key} is not set; data=input_fn needs data.train_fn and data.eval_fn (dotted paths)")
     if cfg.mode == "train_and_evaluate" and not cfg.eval.every_steps:
         raise ConfigError("mode=train_and_evaluate: eval.every_steps is not set; e.g. eval.every_steps=1000")
-    _positive("train.max_steps", cfg.train.max_steps)
+    _positive("train.max_steps", cfg.train.max_steps, allow_none=True)
+    if cfg.train.max_steps is None and cfg.data.name != "input_fn" and cfg.mode in ("train", "train_and_evaluate"):
+        raise ConfigError(f"train.max_steps=null trains until the input ends, but data={cfg.data.name} repeats for "
+                          "ever; set train.max_steps=N")
+    _positive("train.stalled_steps_limit", cfg.train.stalled_steps_limit, allow_zero=True)
     _positive("train.batch_size", cfg.train.batch_size)
     if cfg.train.seed is not None and cfg.train.seed < 0:
         raise ConfigError(f"train.seed={cfg.train.seed}: must be >= 0, or null for a random seed")

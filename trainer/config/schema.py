@@ -55,6 +55,12 @@ class Mode(Choice):
     export = "export"  # a SavedModel for TensorFlow Serving
 
 
+class EvalGraphKind(Choice):
+    auto = "auto"  # share the training graph where the model_fn and the eval input allow it, else separate
+    shared = "shared"  # EVAL in the training graph and session, reusing its variables (fast)
+    separate = "separate"  # a graph of its own per evaluation, loaded with the current weights (as Estimator)
+
+
 class ProgressKind(Choice):
     auto = "auto"  # a bar on a terminal, log lines otherwise
     bar = "bar"
@@ -150,11 +156,12 @@ class DistributedConfig:
 
 @dataclass
 class TrainConfig:
-    max_steps: int = 2000  # absolute global-step target: a resumed run stops at the same step
+    max_steps: Optional[int] = 2000  # absolute global-step target (a resumed run stops at the same step); null: until the input ends
     batch_size: int = 100
     seed: Optional[int] = 0  # graph-level seed and shuffle seed; null: nondeterministic
     deterministic: bool = False  # tf.config.experimental.enable_op_determinism(): bitwise-exact resumption
     on_nan: OnNan = OnNan.stop  # what a NaN or Inf loss does
+    stalled_steps_limit: int = 100  # fail when the global step stays the same this many steps in a row; 0: off
 
 
 @dataclass
@@ -196,12 +203,14 @@ class EvalConfig:
     batch_size: int = 1000
     checkpoint: Optional[str] = None  # mode=evaluate: a checkpoint prefix; null: the latest in checkpoint.dir
     objective: str = "accuracy"  # eval metric the task returns to sweepers
+    graph: EvalGraphKind = EvalGraphKind.auto  # where evaluation runs: auto | shared | separate
     direction: str = "auto"  # maximize | minimize | auto (minimize losses and errors) for summaries
 
 
 @dataclass
 class PredictConfig:
     input: Optional[str] = None  # an .npz (key x, images or x_test) or IDX images file; null: the test split
+    input_fn: Optional[str] = None  # or a dotted path of an input_fn (mode infer) giving the features to predict
     output: Optional[str] = None  # null: predictions.npz in the run dir
     checkpoint: Optional[str] = None  # null: the latest in checkpoint.dir
 
@@ -210,7 +219,7 @@ class PredictConfig:
 class ExportConfig:
     dir: Optional[str] = None  # null: export/<global step> in the run dir (must not exist yet)
     checkpoint: Optional[str] = None  # null: the latest in checkpoint.dir
-    serving_input_fn: Optional[str] = None  # dotted path returning (receiver_tensors, features); null: a float image placeholder
+    serving_input_fn: Optional[str] = None  # dotted path returning a ServingInputReceiver (or (receivers, features)); null: like the eval features
 
 
 @dataclass

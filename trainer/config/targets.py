@@ -6,7 +6,8 @@ is a one-line ConfigError naming the key, and user code always receives plain
 Python containers (dicts and lists), never OmegaConf nodes.
 """
 
-from typing import Any, Callable
+import inspect
+from typing import Any, Callable, FrozenSet
 
 import hydra.utils
 from omegaconf import OmegaConf
@@ -54,3 +55,44 @@ def instantiate(entry: Any, key: str) -> Any:
         if isinstance(cause, ConfigError):
             raise ConfigError(f"{key}: {cause}") from None
         raise ConfigError(f"{key}: cannot build {entry['_target_']} ({type(cause).__name__}: {cause})") from None
+
+
+def _has_target(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "_target_" in value or any(_has_target(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_target(v) for v in value)
+    return False
+
+
+def instantiate_params(params: Any, key: str) -> dict:
+    """``params`` as plain Python with every nested ``_target_`` entry built (feature columns, layers,
+    initializers given in the config), as the model_fn expects its ``params``."""
+    params = plain(params) or {}
+    if not _has_target(params):
+        return params
+    try:
+        return hydra.utils.instantiate(params, _convert_="all")
+    except Exception as e:
+        cause = e.__cause__ or e
+        raise ConfigError(f"{key}: cannot build an entry with _target_ ({type(cause).__name__}: {cause})") from None
+
+
+def declared_args(fn: Callable, key: str, path: str, allowed, required=()) -> FrozenSet[str]:
+    """The argument names ``fn`` declares, checked against what the runner can pass (``allowed``).
+
+    Raises:
+      ConfigError: ``fn`` requires an argument outside ``allowed``, or lacks one of ``required``.
+    """
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key}={path}: cannot read its arguments; give a plain Python function") from None
+    named = [p for p in signature.parameters.values()
+             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = [p.name for p in named if p.name not in allowed and p.default is p.empty]
+    missing = [name for name in required if name not in {p.name for p in named}]
+    if unknown or missing or any(p.kind == p.POSITIONAL_ONLY for p in named):
+        raise ConfigError(f"{key}={path} takes {signature}; it may take {', '.join(allowed)} (by these names"
+                          f"{', ' + ' and '.join(required) + ' required' if required else ''}), as Estimator passed them")
+    return frozenset(p.name for p in named if p.name in allowed)

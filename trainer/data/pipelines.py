@@ -5,18 +5,20 @@ file as large as the dataset): the pipelines read them from placeholders fed whe
 their iterators are initialised.
 """
 
-import inspect
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 import tensorflow as tf
 
-from trainer.config.targets import load_callable
+from trainer.config.targets import declared_args, load_callable
 from trainer.data.sources import IMAGE_SHAPE
 from trainer.errors import ConfigError
+from trainer.estimator import ModeKeys
 
 tf1 = tf.compat.v1
+
+INPUT_FN_ARGS = ("params", "mode", "config")
 
 
 @dataclass(frozen=True)
@@ -80,18 +82,25 @@ def make_pipeline(
     return Pipeline(features, batch_labels, iterator.initializer, feeds)
 
 
-def make_input_fn_pipeline(input_fn: Callable, train: bool, feature_key: str, params: dict) -> Pipeline:
-    """A pipeline from an Estimator-style ``input_fn``: a ``tf.data.Dataset`` of ``(features, labels)``
-    batches, or ``(features, labels)`` tensors.
+def call_input_fn(input_fn: Callable, key: str, path: str, mode: str, params: dict, config) -> Any:
+    """``input_fn`` called with the ones of ``params``, ``mode``, ``config`` it declares."""
+    takes = declared_args(input_fn, key, path, INPUT_FN_ARGS)
+    offered = {"params": params, "mode": mode, "config": config}
+    return input_fn(**{k: v for k, v in offered.items() if k in takes})
 
-    A training Dataset gets ``skip(step)`` so a resumed run continues where it stopped
-    (the input_fn's shuffle must be seeded for that to be exact). Features that are not
-    a dict become ``{feature_key: features}``.
+
+def make_input_fn_pipeline(input_fn: Callable, path: str, mode: str, params: dict, run_config) -> Pipeline:
+    """A pipeline from an Estimator-style ``input_fn``: a ``tf.data.Dataset`` of ``(features, labels)``
+    batches, or ``(features, labels)`` tensors (from a one-shot iterator, queues, ...).
+
+    The features reach the model_fn as the input_fn gave them (a dict or a tensor). A training
+    Dataset gets ``skip(step)`` so a resumed run continues where it stopped (the input_fn's
+    shuffle must be seeded for that to be exact).
     """
-    wanted = inspect.signature(input_fn).parameters
-    kwargs = {k: v for k, v in {"params": params, "mode": "train" if train else "eval", "config": None}.items() if k in wanted}
+    train = mode == ModeKeys.TRAIN
+    key = "data.train_fn" if train else ("data.eval_fn" if mode == ModeKeys.EVAL else "predict.input_fn")
     with tf1.name_scope("train_input" if train else "eval_input"):
-        result = input_fn(**kwargs)
+        result = call_input_fn(input_fn, key, path, mode, params, run_config)
         if isinstance(result, tf.data.Dataset):
             skip = None
             if train:
@@ -104,28 +113,42 @@ def make_input_fn_pipeline(input_fn: Callable, train: bool, feature_key: str, pa
         else:
             output, initializer, feeds = result, None, (lambda step=0: {})
     features, labels = output if isinstance(output, (tuple, list)) else (output, None)
-    if not isinstance(features, dict):
-        features = {feature_key: features}
     return Pipeline(features, labels, initializer, feeds)
 
 
-def make_inputs(cfg, arrays, params, replicas=(1, 0)):
-    """The training and evaluation pipelines: over the loaded arrays, or from the config's input_fns.
+def _input_fn(cfg, key: str):
+    path = cfg.data.get(key)
+    if not path:
+        raise ConfigError(f"data.{key} is not set; data=input_fn needs data.train_fn and data.eval_fn (dotted paths)")
+    return load_callable(path, f"data.{key}"), path
 
-    ``replicas`` = (number of training tasks, this task's index): each reads its own shard.
-    """
+
+def make_train_input(cfg, arrays, params: dict, run_config, replicas=(1, 0)) -> Pipeline:
+    """The training pipeline: over the loaded arrays, or from ``data.train_fn`` (``params["batch_size"]``
+    is ``train.batch_size``). ``replicas`` = (training tasks, this task's index): each reads its own shard."""
     if arrays is None:
-        input_params = dict(params, batch_size=params.get("batch_size", cfg.train.batch_size))
-        fns = []
-        for key in ("train_fn", "eval_fn"):
-            path = cfg.data.get(key)
-            if not path:
-                raise ConfigError(f"data.{key} is not set; data=input_fn needs data.train_fn and data.eval_fn (dotted paths)")
-            fns.append(load_callable(path, f"data.{key}"))
-        return (make_input_fn_pipeline(fns[0], True, cfg.data.feature_key, input_params),
-                make_input_fn_pipeline(fns[1], False, cfg.data.feature_key, input_params))
-    return (
-        make_pipeline(arrays.train_x, arrays.train_y, cfg.train.batch_size, cfg.data.feature_key, train=True,
-                      seed=cfg.train.seed, shuffle_buffer=cfg.data.shuffle_buffer, replicas=replicas),
-        make_pipeline(arrays.test_x, arrays.test_y, cfg.eval.batch_size, cfg.data.feature_key, train=False),
-    )
+        fn, path = _input_fn(cfg, "train_fn")
+        return make_input_fn_pipeline(fn, path, ModeKeys.TRAIN, dict(params, batch_size=cfg.train.batch_size),
+                                      run_config)
+    return make_pipeline(arrays.train_x, arrays.train_y, cfg.train.batch_size, cfg.data.feature_key, train=True,
+                         seed=cfg.train.seed, shuffle_buffer=cfg.data.shuffle_buffer, replicas=replicas)
+
+
+def make_eval_input(cfg, arrays, params: dict, run_config) -> Pipeline:
+    """The evaluation pipeline, one pass: the test split, or ``data.eval_fn`` (``params["batch_size"]``
+    is ``eval.batch_size``)."""
+    if arrays is None:
+        fn, path = _input_fn(cfg, "eval_fn")
+        return make_input_fn_pipeline(fn, path, ModeKeys.EVAL, dict(params, batch_size=cfg.eval.batch_size),
+                                      run_config)
+    return make_pipeline(arrays.test_x, arrays.test_y, cfg.eval.batch_size, cfg.data.feature_key, train=False)
+
+
+def batch_size_of(features, labels):
+    """The number of examples in a batch: the first dimension of the labels, else of the first feature."""
+    tensor = labels
+    if tensor is None:
+        tensor = features[sorted(features)[0]] if isinstance(features, dict) else features
+    if isinstance(tensor, tf.SparseTensor):
+        return tensor.dense_shape[0]
+    return tf.shape(tensor, out_type=tf.int64)[0]

@@ -23,13 +23,13 @@ def evaluate_continuously(cfg, workdir: str, role: Role) -> Dict:
     """
     ckpt_dir = cfg.checkpoint.dir
     timeout = cfg.distributed.progress_timeout_secs
-    log.info("%s: evaluating each new checkpoint in %s until step %d", role.name, ckpt_dir, cfg.train.max_steps)
+    log.info("%s: evaluating each new checkpoint in %s until step %s", role.name, ckpt_dir, cfg.train.max_steps)
     eval_cfg = copy.deepcopy(cfg)
     result = None
     for path in tf.train.checkpoints_iterator(ckpt_dir, min_interval_secs=1, timeout=timeout):
         eval_cfg.eval.checkpoint = path
         result = evaluate(eval_cfg, workdir)
-        if checkpoint_step(path) >= cfg.train.max_steps:
+        if cfg.train.max_steps is not None and checkpoint_step(path) >= cfg.train.max_steps:
             return result
     raise ClusterError(f"{role.name}: no new checkpoint in {ckpt_dir} for {timeout:.0f}s (last evaluated: "
                        f"{result and result.get('checkpoint')}); is the chief running? "

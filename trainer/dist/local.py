@@ -188,7 +188,7 @@ def launch(cfg, output_dir: str) -> Dict:
     dist = cfg.distributed
     previous = finished_run(cfg, output_dir)
     if previous:
-        log.info("%s is already at step %d (train.max_steps=%d): nothing to do", output_dir,
+        log.info("%s is already at step %d (train.max_steps=%s): nothing to do", output_dir,
                  previous["global_step"], cfg.train.max_steps)
         return previous
     logs = os.path.join(output_dir, "logs")

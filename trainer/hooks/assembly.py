@@ -14,12 +14,13 @@ import tensorflow as tf
 from trainer.config.targets import instantiate
 from trainer.errors import ConfigError
 from trainer.hooks.evaluation import EvalHook
-from trainer.hooks.runner import (InputInitHook, MetricsHook, NanGuardHook, PreemptionHook,
-                                  ReleaseSyncWorkersHook)
+from trainer.hooks.runner import (InputInitHook, MetricsHook, NanGuardHook, PreemptionHook, ReleaseSyncWorkersHook,
+                                  StalledStepHook, StopAtLastStepHook, TrainingSummaryHook)
 
 tf1 = tf.compat.v1
 
 ROLES = ("chief", "all")
+NEVER_STEPS = 2 ** 62  # a save cadence no run reaches
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,16 @@ def make_user_hooks(cfg) -> UserHooks:
 
 
 @dataclass(frozen=True)
+class RunParts:
+    """What the runner's hooks report to and act on during one training run."""
+
+    metrics: object  # a MetricsLog: metrics.jsonl and the last records
+    preemption: object  # a PreemptionHandler: ``signum`` once a signal came
+    evaluation: object  # a SharedEvaluation or SeparateEvaluation
+    eval_source: str = "the eval input"  # named in errors: the test split, data.eval_fn=...
+
+
+@dataclass(frozen=True)
 class TrainingHooks:
     every: List  # every training task's
     chief: List  # the chief's (run first)
@@ -81,29 +92,37 @@ class TrainingHooks:
 def _checkpoint_saver(cfg, graph, listeners):
     every_steps, every_secs = cfg.checkpoint.every_steps, cfg.checkpoint.every_secs
     if not every_steps and not every_secs:
-        every_steps = cfg.train.max_steps  # only the first and the final save
+        every_steps = cfg.train.max_steps or NEVER_STEPS  # only the first and the final save
     return tf1.train.CheckpointSaverHook(cfg.checkpoint.dir, save_secs=every_secs or None,
                                          save_steps=every_steps or None, saver=graph.saver, listeners=listeners)
 
 
-def make_training_hooks(cfg, graph, user: UserHooks, metrics, preemption, cluster=None) -> TrainingHooks:
+def make_training_hooks(cfg, graph, user: UserHooks, parts: RunParts, cluster=None) -> TrainingHooks:
     """The hooks of a training run. ``cluster`` (a ``trainer.dist.task.ClusterContext``) adds its
     own hooks and tells whether this task is the chief."""
     is_chief = cluster is None or cluster.role.is_chief
+    metrics, preemption = parts.metrics, parts.preemption
     every = [*(cluster.hooks if cluster is not None else []), InputInitHook(graph.train_input, graph.global_step),
-             tf1.train.StopAtStepHook(last_step=cfg.train.max_steps), PreemptionHook(preemption)]
-    eval_hook = EvalHook(graph, cfg.eval.every_steps, metrics, summary_dir=os.path.join(cfg.checkpoint.dir, "eval"),
+             PreemptionHook(preemption)]
+    if cfg.train.max_steps:
+        every.insert(-1, StopAtLastStepHook(graph.step_after, cfg.train.max_steps))
+    eval_hook = EvalHook(graph, parts.evaluation, cfg.eval.every_steps, metrics,
+                         summary_dir=os.path.join(cfg.checkpoint.dir, "eval"),
                          listeners=[h for h in user.every + user.chief if hasattr(h, "on_eval")],
-                         skip_final=lambda: preemption.signum is not None)
+                         skip_final=lambda: preemption.signum is not None, source=parts.eval_source)
     chief = [
-        NanGuardHook(graph.loss_is_finite, graph.step_before, cfg.train.on_nan, cfg.checkpoint.dir),
+        NanGuardHook(graph.loss_is_finite, graph.step_after, cfg.train.on_nan, cfg.checkpoint.dir),
         _checkpoint_saver(cfg, graph, user.listeners),
-        MetricsHook(graph.loss, graph.global_step, graph.step_before, cfg.log.every_steps, metrics),
+        MetricsHook(graph.loss, graph.global_step, graph.step_after, cfg.log.every_steps, metrics),
         eval_hook,
     ]
     if cfg.summary.every_steps:
-        chief.append(tf1.train.SummarySaverHook(save_steps=cfg.summary.every_steps, output_dir=cfg.checkpoint.dir,
-                                                summary_op=graph.summary_op))
+        chief.append(TrainingSummaryHook(graph.loss, graph.step_after, cfg.summary.every_steps, cfg.checkpoint.dir))
+        if graph.summary_op is not None:  # the model's own summaries
+            chief.append(tf1.train.SummarySaverHook(save_steps=cfg.summary.every_steps, output_dir=cfg.checkpoint.dir,
+                                                    summary_op=graph.summary_op))
+    if cfg.train.stalled_steps_limit:
+        every.append(StalledStepHook(graph.step_after, cfg.train.stalled_steps_limit))
     if graph.sync_optimizer is not None:
         # On every worker, not only the chief: it initialises each worker's local step.
         every.append(graph.sync_optimizer.make_session_run_hook(is_chief, num_tokens=-1))

@@ -1,56 +1,142 @@
-"""Evaluation: one pass over the eval input (:func:`evaluate_once`), and the EvalHook that runs it
-every ``eval.every_steps`` and at the end of training, in the training session.
+"""Evaluation: one pass over the whole eval input (:func:`evaluate_once`), run in the training graph
+(:class:`SharedEvaluation`) or in a graph of its own loaded with the training session's current
+weights (:class:`SeparateEvaluation`), and the EvalHook that runs one every ``eval.every_steps``
+and at the end of training.
 
-``mode=evaluate`` and a cluster's evaluator run the same pass on a restored checkpoint.
+``mode=evaluate`` and a cluster's evaluator run the same pass on a restored checkpoint. An
+evaluation that reads no example is an error, never a metric of 0.
 """
 
 import logging
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
+from trainer.errors import ConfigError, TrainingError
+from trainer.hooks.cadence import StepCadence
 from trainer.records import MetricsLog
 
 tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
 
 
-def evaluate_once(session, graph, run_update: Optional[Callable] = None) -> Dict[str, float]:
+def evaluate_once(session, evaluation, run_update: Optional[Callable] = None) -> Tuple[Dict[str, float], int]:
     """Reset the metrics, start the eval input, run the metric updates to the end of the input, and
-    read the metrics. ``graph`` has the handles of a TrainGraph (``eval_*``); ``run_update`` runs
-    each update (default ``session.run``; a hooked session's ``run`` to drive evaluation hooks)."""
+    read the metrics. ``evaluation`` is an ``EvalGraph``; ``run_update`` runs each update (default
+    ``session.run``; a hooked session's ``run`` to drive evaluation hooks).
+
+    Returns:
+      (metric values, examples read).
+    """
     run_update = run_update or session.run
-    session.run(graph.eval_reset_op)
-    if graph.eval_input.initializer is not None:
-        session.run(graph.eval_input.initializer, feed_dict=graph.eval_input.feeds(0))
+    session.run(evaluation.reset_op)
+    if evaluation.input.initializer is not None:
+        session.run(evaluation.input.initializer, feed_dict=evaluation.input.feeds(0))
     while True:
         try:
-            run_update(graph.eval_update_op)
+            run_update(evaluation.update_op)
         except tf.errors.OutOfRangeError:
             break
-    return {k: float(v) for k, v in session.run(graph.eval_metrics).items()}
+    values = {k: float(v) for k, v in session.run(evaluation.metrics).items()}
+    return values, int(session.run(evaluation.examples))
+
+
+def check_examples(examples: int, source: str) -> None:
+    """Raises TrainingError when an evaluation read no example: its metrics would be made up."""
+    if examples <= 0:
+        raise TrainingError(
+            f"the evaluation read no example from {source}: its metrics would be computed from nothing. "
+            "The eval input must yield at least one batch each time it is built (a finite Dataset, or "
+            "tensors from a one-shot iterator or queues)")
 
 
 def format_metrics(values: Dict[str, float]) -> str:
     return " ".join(f"{k} {v:.4f}" for k, v in sorted(values.items()))
 
 
+class SharedEvaluation:
+    """Evaluation in the training graph and session: reads the very variables training updates."""
+
+    def __init__(self, evaluation):
+        self._evaluation = evaluation
+
+    def run(self, session) -> Tuple[Dict[str, float], int]:
+        return evaluate_once(session, self._evaluation)
+
+    def metric_names(self) -> List[str]:
+        return sorted(self._evaluation.metrics)
+
+
+class SeparateEvaluation:
+    """Evaluation in a graph of its own, as Estimator built one: the eval input and the model_fn in
+    EVAL mode, its variables loaded with the training session's current values (matched by name),
+    its evaluation_hooks run. The graph is rebuilt for every evaluation when its input cannot be
+    read again (an input_fn's tensors), else built once.
+    """
+
+    def __init__(self, build: Callable, train_variables: List, config):
+        self._build = build  # () -> EvalGraph
+        self._train = {v.op.name: v for v in train_variables}
+        self._config = config
+        self._cached = None  # (EvalGraph, Scaffold) while the graph can be used again
+        self._weights = {}
+
+    def _graph(self):
+        if self._cached is not None:
+            return self._cached
+        evaluation = self._build()
+        with evaluation.graph.as_default():
+            variables = {v.op.name: v for v in tf1.global_variables()}
+            missing = sorted(set(variables) - set(self._train))
+            if missing:
+                raise ConfigError(f"model.fn: the EVAL graph has variables the TRAIN graph lacks {missing[:5]}; "
+                                  "the model_fn must create the same variables in both modes")
+
+            def load(scaffold, session):
+                for name, variable in variables.items():
+                    variable.load(self._weights[name], session)
+
+            scaffold = tf1.train.Scaffold(init_fn=load, saver=evaluation.saver)
+            scaffold.finalize()
+        found = (evaluation, scaffold, sorted(variables))
+        if evaluation.input.initializer is not None:
+            self._cached = found
+        return found
+
+    def metric_names(self) -> List[str]:
+        """The metrics' names (builds the evaluation graph, which also checks its variables)."""
+        return sorted(self._graph()[0].metrics)
+
+    def run(self, session) -> Tuple[Dict[str, float], int]:
+        evaluation, scaffold, names = self._graph()
+        self._weights = session.run({name: self._train[name] for name in names})
+        with evaluation.graph.as_default():
+            creator = tf1.train.ChiefSessionCreator(scaffold=scaffold, config=self._config)
+            with tf1.train.MonitoredSession(session_creator=creator,
+                                            hooks=list(evaluation.spec.evaluation_hooks)) as sess:
+                return sess.run_step_fn(lambda step_context: evaluate_once(
+                    step_context.session, evaluation, run_update=step_context.run_with_hooks))
+
+
 class EvalHook(tf1.train.SessionRunHook):
-    """Evaluates on the test split every ``every_steps`` and at the end, in the training session.
+    """Evaluates every ``every_steps`` and at the end of training, with ``evaluation`` (a
+    SharedEvaluation or SeparateEvaluation).
 
     Results go to ``metrics`` (a MetricsLog), a log line, TensorBoard summaries in ``summary_dir``,
     and every listener's ``on_eval(session, step, values)`` (early stopping, the best checkpoint).
     """
 
-    def __init__(self, graph, every_steps: Optional[int], metrics: MetricsLog, summary_dir: Optional[str],
-                 listeners: List = (), skip_final: Optional[Callable[[], bool]] = None):
+    def __init__(self, graph, evaluation, every_steps: Optional[int], metrics: MetricsLog, summary_dir: Optional[str],
+                 listeners: List = (), skip_final: Optional[Callable[[], bool]] = None, source: str = "the eval input"):
         self.listeners = list(listeners)
         self._skip_final = skip_final  # true when the final evaluation should be skipped (preemption)
         self._graph = graph
-        self._every = every_steps or 0
+        self._evaluation = evaluation
+        self._cadence = StepCadence(every_steps)
         self._metrics = metrics
         self._summary_dir = summary_dir
+        self._source = source
         self._last_eval_step = None
         self._step = None
 
@@ -59,13 +145,14 @@ class EvalHook(tf1.train.SessionRunHook):
 
     def after_create_session(self, session, coord):
         self._step = int(session.run(self._graph.global_step))
+        self._cadence.start(self._step)
 
     def before_run(self, run_context):
-        return tf1.train.SessionRunArgs(self._graph.step_before)
+        return tf1.train.SessionRunArgs(self._graph.step_after)
 
     def after_run(self, run_context, run_values):
-        self._step = int(run_values.results) + 1
-        if self._every and self._step % self._every == 0 and self._step != self._last_eval_step:
+        self._step = int(run_values.results)
+        if self._cadence.due(self._step) and self._step != self._last_eval_step:
             self.evaluate(run_context.session)
 
     def end(self, session):
@@ -76,11 +163,12 @@ class EvalHook(tf1.train.SessionRunHook):
 
     def evaluate(self, session) -> Dict[str, float]:
         start = time.time()
-        values = evaluate_once(session, self._graph)
         step = int(session.run(self._graph.global_step))
+        values, examples = self._evaluation.run(session)
+        check_examples(examples, f"{self._source} at step {step}")
         self._last_eval_step = self._step = step
-        self._metrics.record("eval", step, values)
-        log.info("eval at step %d: %s (%.1fs)", step, format_metrics(values), time.time() - start)
+        self._metrics.record("eval", step, dict(values, examples=examples))
+        log.info("eval at step %d: %s (%d examples, %.1fs)", step, format_metrics(values), examples, time.time() - start)
         if self._writer is not None:
             summary = tf1.Summary(value=[tf1.Summary.Value(tag=k, simple_value=v) for k, v in values.items()])
             self._writer.add_summary(summary, step)

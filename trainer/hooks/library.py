@@ -41,7 +41,7 @@ class ProgressHook(tf1.train.SessionRunHook):
     def begin(self):
         self._loss = tensor("loss")
         self._global_step = tf1.train.get_global_step()
-        self._step_before = tensor("step_before")
+        self._step_after = tensor("step_after")
 
     def after_create_session(self, session, coord):
         self._step = int(session.run(self._global_step))
@@ -54,7 +54,7 @@ class ProgressHook(tf1.train.SessionRunHook):
     def before_run(self, run_context):
         upcoming = self._step + 1
         if self._mode != "off" and (upcoming % self._every == 0 or (self._max_steps and upcoming >= self._max_steps)):
-            return tf1.train.SessionRunArgs({"step": self._step_before, "loss": self._loss})
+            return tf1.train.SessionRunArgs({"step": self._step_after, "loss": self._loss})
         return None
 
     def after_run(self, run_context, run_values):
@@ -62,7 +62,7 @@ class ProgressHook(tf1.train.SessionRunHook):
         if results is None:
             self._step += 1
             return
-        self._step = int(results["step"]) + 1
+        self._step = int(results["step"])
         now = time.time()
         rate = (self._step - self._mark[1]) / max(now - self._mark[0], 1e-9)
         if self._bar is not None:

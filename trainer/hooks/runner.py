@@ -8,7 +8,8 @@ import time
 
 import tensorflow as tf
 
-from trainer.errors import NanLossError
+from trainer.errors import NanLossError, TrainingError
+from trainer.hooks.cadence import StepCadence
 from trainer.records import MetricsLog
 
 tf1 = tf.compat.v1
@@ -50,24 +51,25 @@ class MetricsHook(tf1.train.SessionRunHook):
     loss of the last step, also when another hook stopped training early.
     """
 
-    def __init__(self, loss, global_step, step_before, every_steps: int, metrics: MetricsLog):
-        self._fetches = {"step": step_before, "loss": loss}
+    def __init__(self, loss, global_step, step_after, every_steps: int, metrics: MetricsLog):
+        self._fetches = {"step": step_after, "loss": loss}
         self._global_step = global_step
-        self._every = max(1, every_steps)
+        self._cadence = StepCadence(max(1, every_steps))
         self._metrics = metrics
         self._last = None  # (step, loss) of the latest run
         self._recorded_step = None
 
     def after_create_session(self, session, coord):
         self._mark = (time.time(), int(session.run(self._global_step)))
+        self._cadence.start(self._mark[1])
 
     def before_run(self, run_context):
         return tf1.train.SessionRunArgs(self._fetches)
 
     def after_run(self, run_context, run_values):
-        step = int(run_values.results["step"]) + 1
+        step = int(run_values.results["step"])
         self._last = (step, float(run_values.results["loss"]))
-        if step % self._every == 0:
+        if self._cadence.due(step):
             self._record()
 
     def end(self, session):
@@ -91,8 +93,8 @@ class NanGuardHook(tf1.train.SessionRunHook):
     skipped step (the runner's guarded train_op left the weights unchanged).
     """
 
-    def __init__(self, loss_is_finite, step_before, on_nan: str, checkpoint_dir: str):
-        self._fetches = {"finite": loss_is_finite, "step": step_before}
+    def __init__(self, loss_is_finite, step_after, on_nan: str, checkpoint_dir: str):
+        self._fetches = {"finite": loss_is_finite, "step": step_after}
         self._on_nan = on_nan
         self._dir = checkpoint_dir
         self.skipped = 0
@@ -103,7 +105,7 @@ class NanGuardHook(tf1.train.SessionRunHook):
     def after_run(self, run_context, run_values):
         if run_values.results["finite"]:
             return
-        step = int(run_values.results["step"]) + 1
+        step = int(run_values.results["step"])
         if self._on_nan == "skip_step":
             self.skipped += 1
             log.warning("step %d: the loss is NaN or Inf; its update was skipped (%d skipped so far)", step, self.skipped)
@@ -114,6 +116,80 @@ class NanGuardHook(tf1.train.SessionRunHook):
             f"({os.path.basename(latest) if latest else 'none'}) holds the last good state and was not overwritten; "
             "lower optimizer.learning_rate, or set train.on_nan=skip_step"
         )
+
+
+class TrainingSummaryHook(tf1.train.SessionRunHook):
+    """TensorBoard's ``loss`` and ``global_step/sec`` every ``every_steps``, under these fixed tags
+    whatever summaries or name scopes the model has (Estimator always wrote both)."""
+
+    def __init__(self, loss, step_after, every_steps: int, output_dir: str):
+        self._fetches = {"step": step_after, "loss": loss}
+        self._cadence, self._dir = StepCadence(max(1, int(every_steps))), output_dir
+        self._mark = None
+
+    def begin(self):
+        self._writer = tf1.summary.FileWriterCache.get(self._dir)
+
+    def after_create_session(self, session, coord):
+        self._mark = None
+        self._cadence = StepCadence(self._cadence.every)
+
+    def before_run(self, run_context):
+        return tf1.train.SessionRunArgs(self._fetches)
+
+    def after_run(self, run_context, run_values):
+        step, now = int(run_values.results["step"]), time.time()
+        if self._mark is None:
+            self._mark = (now, step - 1)
+        if not self._cadence.due(step):
+            return
+        values = [tf1.Summary.Value(tag="loss", simple_value=float(run_values.results["loss"]))]
+        if step > self._mark[1]:
+            rate = (step - self._mark[1]) / max(now - self._mark[0], 1e-9)
+            values.append(tf1.Summary.Value(tag="global_step/sec", simple_value=rate))
+        self._writer.add_summary(tf1.Summary(value=values), step)
+        self._mark = (now, step)
+
+    def end(self, session):
+        self._writer.flush()
+
+
+class StopAtLastStepHook(tf1.train.SessionRunHook):
+    """Stops once the global step reaches ``last_step`` (``train.max_steps``), reading the step after
+    each train op: exact also when a model's train op moves the step by more than one (TF's
+    StopAtStepHook assumes steps of one and overshoots)."""
+
+    def __init__(self, step_after, last_step: int):
+        self._step_after, self._last_step = step_after, int(last_step)
+
+    def before_run(self, run_context):
+        return tf1.train.SessionRunArgs(self._step_after)
+
+    def after_run(self, run_context, run_values):
+        if int(run_values.results) >= self._last_step:
+            run_context.request_stop()
+
+
+class StalledStepHook(tf1.train.SessionRunHook):
+    """Fails when the global step stays the same for ``limit`` steps in a row: a train_op that does
+    not increment it would otherwise loop for ever (``train.stalled_steps_limit``)."""
+
+    def __init__(self, step_after, limit: int):
+        self._global_step, self._limit = step_after, int(limit)
+        self._last, self._same = None, 0
+
+    def before_run(self, run_context):
+        return tf1.train.SessionRunArgs(self._global_step)
+
+    def after_run(self, run_context, run_values):
+        step = int(run_values.results)
+        self._same = self._same + 1 if step == self._last else 0
+        self._last = step
+        if self._same >= self._limit:
+            raise TrainingError(
+                f"the global step has stayed at {step} for {self._limit} steps: the model's train_op does not "
+                "increment it; pass global_step=tf.train.get_global_step() to optimizer.minimize or "
+                "apply_gradients (or return no train_op), or raise train.stalled_steps_limit")
 
 
 class PreemptionHook(tf1.train.SessionRunHook):

@@ -28,21 +28,11 @@ def _tensor_map(tensors: Union[List[str], Dict[str, str], str]) -> Dict[str, obj
     return {name: tensor(name) for name in tensors}
 
 
-class LoggingTensorHook(tf1.train.LoggingTensorHook):
-    """LoggingTensorHook writing to the runner's log (TensorFlow's own logger is quiet by default)."""
-
-    def _log_tensors(self, tensor_values):
-        self._timer.update_last_triggered_step(self._iter_count)  # as the parent's method does
-        if self._formatter:
-            log.info(self._formatter(tensor_values))
-        else:
-            log.info("step %s: %s", self._iter_count,
-                     ", ".join(f"{tag} = {tensor_values[tag]}" for tag in self._tag_order))
-
-
-def logging_tensor(tensors, every_n_iter: Optional[int] = None, every_n_secs: Optional[float] = None, at_end: bool = False):
-    """LoggingTensorHook: log the named tensors every N steps or seconds, or at the end."""
-    return LoggingTensorHook(_tensor_map(tensors), every_n_iter=every_n_iter, every_n_secs=every_n_secs, at_end=at_end)
+def logging_tensor(tensors=None, every_n_iter: Optional[int] = None, every_n_secs: Optional[float] = None, at_end: bool = False):
+    """LoggingTensorHook: log the named tensors every N steps or seconds, or at the end (TensorFlow's
+    log goes to the run's console and train.log). ``tensors``: names, or {label: name}; None: loss
+    and accuracy."""
+    return tf1.train.LoggingTensorHook(_tensor_map(["loss", "accuracy"] if tensors is None else tensors), every_n_iter=every_n_iter, every_n_secs=every_n_secs, at_end=at_end)
 
 
 def nan_tensor(loss: str = "loss", fail_on_nan_loss: bool = True):
@@ -56,8 +46,10 @@ def stop_at_step(num_steps: Optional[int] = None, last_step: Optional[int] = Non
 
 
 def summary_saver(output_dir: str, save_steps: Optional[int] = None, save_secs: Optional[float] = None):
-    """SummarySaverHook over the training summaries (evaluation summaries would pull the eval input)."""
-    summary_op = tf1.get_collection(TRAIN_SUMMARY_COLLECTION)[0]
+    """SummarySaverHook over the model's training summaries, or the training loss when it has none
+    (evaluation summaries would pull the eval input)."""
+    found = tf1.get_collection(TRAIN_SUMMARY_COLLECTION)
+    summary_op = found[0] if found else tf1.summary.scalar("loss", tensor("loss"))
     return tf1.train.SummarySaverHook(save_steps=save_steps, save_secs=save_secs, output_dir=output_dir, summary_op=summary_op)
 
 

@@ -1,27 +1,32 @@
-"""Graph building: one ``tf.Graph`` per run, returned as a small frozen record of handles.
+"""Graph building: each graph its own ``tf.Graph``, returned as a small frozen record of handles.
 
-The model_fn is called twice in the same graph: for TRAIN, then for EVAL inside the
-root variable scope re-entered with ``reuse=True``, so evaluation reads the very
-variables training updates (no checkpoint round trip) and unnamed ``tf.layers``
-find their variables again. PREDICT graphs (predict, export) are built on their own.
+Training builds the model_fn in TRAIN mode. Evaluation either shares that graph (the model_fn
+called again in EVAL mode inside the root variable scope re-entered with ``reuse=True``, so it
+reads the very variables training updates, fast) or gets a graph of its own per evaluation, as
+Estimator built one: the only way for a model_fn that builds a Keras model or ``tf.Variable``s
+each call, or an eval input that cannot be read twice (tensors from a one-shot iterator or
+queues). ``eval.graph`` picks: ``auto`` shares where it can. PREDICT graphs (predict, export)
+are built on their own.
 """
 
 import contextlib
+import dataclasses
+import logging
 from dataclasses import dataclass
 from typing import Callable, Dict, Optional, Tuple
 
 import tensorflow as tf
-from omegaconf import OmegaConf
 
-from trainer.data.pipelines import Pipeline, make_inputs
+from trainer.data.pipelines import Pipeline, batch_size_of, make_eval_input, make_train_input
 from trainer.errors import ConfigError
-from trainer.estimator import EstimatorSpec, ModeKeys
-from trainer.model.model_fn import call_model_fn, load_model_fn
+from trainer.estimator import EstimatorSpec, ModeKeys, RunConfig
+from trainer.model.model_fn import ModelFn, load_model_fn, model_params
 from trainer.model.names import TRAIN_SUMMARY_COLLECTION, name_tensor
 from trainer.model.scaffold import make_scaffold
 from trainer.model.train_op import make_train_op
 
 tf1 = tf.compat.v1
+log = logging.getLogger("trainer")
 
 
 @dataclass(frozen=True)
@@ -41,25 +46,41 @@ def single_process(device: str) -> Placement:
 
 
 @dataclass(frozen=True)
+class EvalGraph:
+    """An evaluation: its input and the model's metrics over it, in the training graph or its own."""
+
+    graph: object
+    global_step: object
+    input: Pipeline
+    metrics: Dict[str, object]  # metric name -> value tensor
+    update_op: object
+    reset_op: object
+    examples: object  # how many examples the updates since the last reset read
+    spec: EstimatorSpec  # what model_fn returned for EVAL (its evaluation_hooks)
+    saver: Optional[object] = None  # a graph of its own: restores the model's variables
+
+
+@dataclass(frozen=True)
 class TrainGraph:
     graph: object
     global_step: object
     step_before: object  # the global step read before this run's update (exact for the runner's train op)
+    step_after: object  # the global step read once this run's train op is done: the step a hook reports
     loss: object  # the training loss, also reachable by the name "loss"
     loss_is_finite: object
     train_op: object
     train_input: Pipeline
-    eval_input: Pipeline
-    eval_metrics: Dict[str, object]  # metric name -> value tensor
-    eval_update_op: object
-    eval_reset_op: object
-    summary_op: Optional[object]  # the training summaries only (eval summaries would pull eval input)
+    evaluation: Optional[EvalGraph]  # the evaluation sharing this graph; None: each one builds its own
+    summary_op: Optional[object]  # the model's own training summaries (None: it writes none)
     saver: object
     scaffold: object
     spec: EstimatorSpec  # what model_fn returned for TRAIN (its hooks, scaffold)
-    eval_spec: EstimatorSpec  # ... and for EVAL (its evaluation_hooks)
     sync_optimizer: Optional[object] = None  # distributed.sync_replicas: the SyncReplicasOptimizer
     sync_release_op: Optional[object] = None  # ... and an op handing every worker a token at the end
+
+
+class NotShareable(Exception):
+    """Evaluation cannot share the training graph; the reason is the message."""
 
 
 def _device(name: Optional[str]):
@@ -77,6 +98,24 @@ def seed_graph(seed: Optional[int]) -> None:
         tf_keras.utils.set_random_seed(int(seed))
 
 
+@dataclass(frozen=True)
+class _Model:
+    """The model_fn with what every call of it gets: its params and RunConfig."""
+
+    cfg: object
+    fn: ModelFn
+    params: dict
+    run_config: RunConfig
+
+    def call(self, pipeline: Pipeline, mode: str, reuse: bool = False) -> EstimatorSpec:
+        with tf1.variable_scope(tf1.get_variable_scope(), reuse=True if reuse else None):
+            return self.fn(pipeline.features, pipeline.labels, mode, self.params, self.run_config)
+
+
+def _model(cfg, run_config: Optional[RunConfig]) -> _Model:
+    return _Model(cfg, load_model_fn(cfg.model.fn), model_params(cfg), run_config or RunConfig())
+
+
 def _add_train_accuracy(spec, labels) -> None:
     """A tensor named ``accuracy``: the training batch's accuracy, for classifiers (fetched only on demand)."""
     predictions = spec.predictions
@@ -85,10 +124,10 @@ def _add_train_accuracy(spec, labels) -> None:
         name_tensor("accuracy", tf.reduce_mean(tf.cast(tf.equal(classes, labels), tf.float32), name="train_accuracy"))
 
 
-def _train_part(cfg, model_fn, params, train_input, global_step, sync):
+def _train_part(model: _Model, train_input, global_step, sync):
     """TRAIN mode: the spec, the loss, the NaN guard and the train op (the model's own, or one from config)."""
-    with tf1.variable_scope(tf1.get_variable_scope()):
-        spec = call_model_fn(model_fn, cfg.model.fn, train_input.features, train_input.labels, ModeKeys.TRAIN, params)
+    cfg = model.cfg
+    spec = model.call(train_input, ModeKeys.TRAIN)
     if spec.loss is None:
         raise ConfigError(f"model.fn={cfg.model.fn} returned no loss for mode train")
     loss = tf.identity(spec.loss, name="loss")
@@ -113,27 +152,54 @@ def _train_part(cfg, model_fn, params, train_input, global_step, sync):
     return spec, loss, loss_is_finite, step_before, train_op, sync_optimizer
 
 
-def _eval_part(cfg, model_fn, params, eval_input, local_device):
-    """EVAL mode, reusing TRAIN's variables: the spec and its metrics (the loss's mean added)."""
-    variables = set(tf1.global_variables())
-    with _device(local_device), tf1.variable_scope(tf1.get_variable_scope(), reuse=True):
-        try:
-            eval_spec = call_model_fn(model_fn, cfg.model.fn, eval_input.features, eval_input.labels, ModeKeys.EVAL, params)
-        except ValueError as e:
-            raise ConfigError(
-                f"model.fn={cfg.model.fn}: calling it again for evaluation creates new variables ({e}); "
-                "create variables with tf.compat.v1.layers or tf.compat.v1.get_variable so they can be reused"
-            ) from None
-    created = sorted(v.op.name for v in set(tf1.global_variables()) - variables)
-    if created:
-        raise ConfigError(
-            f"model.fn={cfg.model.fn}: the evaluation call created new variables {created[:5]}; "
-            "build layers with tf.compat.v1.layers or tf.compat.v1.get_variable so they are reused"
-        )
+def _step_after(train_op, global_step):
+    """The global step read once ``train_op`` is done: exact whatever the train op does to the step
+    (the runner's increments it; a model's own may assign it)."""
+    with tf.control_dependencies([train_op]):
+        step_after = tf.identity(global_step.read_value(), name="step_after_update")
+    name_tensor("step_after", step_after)
+    return step_after
+
+
+def _metrics(eval_spec, eval_input, local_device=None):
+    """The model's eval_metric_ops, the mean loss, and a count of the examples read."""
     with _device(local_device), tf1.name_scope("eval_metrics"):
         metric_ops = dict(eval_spec.eval_metric_ops or {})
-        metric_ops.setdefault("loss", tf1.metrics.mean(eval_spec.loss))
-    return eval_spec, metric_ops
+        if eval_spec.loss is not None and not {"loss", "eval_loss"} & set(metric_ops):
+            # The mean batch loss, as Estimator reported it; never in place of a model's own loss metric.
+            metric_ops["loss"] = tf1.metrics.mean(eval_spec.loss)
+        examples = tf1.Variable(0, dtype=tf.int64, trainable=False, name="examples",
+                                collections=[tf1.GraphKeys.LOCAL_VARIABLES, tf1.GraphKeys.METRIC_VARIABLES])
+        count = examples.assign_add(batch_size_of(eval_input.features, eval_input.labels))
+    metrics = {name: value for name, (value, _) in metric_ops.items()}
+    update_op = tf.group(count, *[update for _, update in metric_ops.values()])
+    return metrics, update_op, examples
+
+
+def _shared_eval(model: _Model, arrays, placement: Placement, global_step) -> EvalGraph:
+    """EVAL mode in the training graph, reusing TRAIN's variables (its reset op is added once the
+    graph's metric variables all exist).
+
+    Raises:
+      NotShareable: the eval input cannot restart, or the EVAL call makes variables of its own.
+    """
+    with tf.device("/device:CPU:0"):
+        eval_input = make_eval_input(model.cfg, arrays, model.params, model.run_config)
+    if eval_input.initializer is None:
+        raise NotShareable("the eval input_fn returns tensors, which cannot be read again for the next evaluation")
+    variables = set(tf1.global_variables())
+    with _device(placement.local_device):
+        try:
+            eval_spec = model.call(eval_input, ModeKeys.EVAL, reuse=True)
+        except ValueError as e:
+            raise NotShareable(f"calling model.fn again for EVAL makes variables of its own ({e})") from None
+    created = sorted(v.op.name for v in set(tf1.global_variables()) - variables)
+    if created:
+        raise NotShareable(f"calling model.fn again for EVAL makes variables of its own {created[:5]}")
+    if eval_spec.evaluation_hooks:
+        raise NotShareable("the model's evaluation_hooks run in an evaluation session of their own")
+    metrics, update_op, examples = _metrics(eval_spec, eval_input, placement.local_device)
+    return EvalGraph(tf1.get_default_graph(), global_step, eval_input, metrics, update_op, None, examples, eval_spec)
 
 
 def make_saver(cfg):
@@ -146,57 +212,87 @@ def make_saver(cfg):
     return saver
 
 
-def build_graph(cfg, arrays=None, placement: Placement = Placement()) -> TrainGraph:
-    """Build the training and evaluation graph for ``cfg``.
+def build_graph(cfg, arrays=None, placement: Placement = Placement(), run_config: Optional[RunConfig] = None) -> TrainGraph:
+    """Build the training graph for ``cfg``, with the evaluation in it when ``eval.graph`` allows.
 
     ``arrays`` is the loaded dataset; None for ``data=input_fn``. ``placement`` puts the model
     on a device, or makes the graph one replica of between-graph training (variables on the ps
     tasks, every other op on this task, the training data sharded by task).
+
+    Raises:
+      ConfigError: the model_fn or the inputs do not fit (``eval.graph=shared`` that cannot share).
     """
-    model_fn = load_model_fn(cfg.model.fn)
-    params = OmegaConf.to_container(cfg.model.params, resolve=True)
+    if cfg.eval.graph != "separate":
+        try:
+            return _build(cfg, arrays, placement, run_config, shared_eval=True)
+        except NotShareable as e:
+            if cfg.eval.graph == "shared":
+                raise ConfigError(f"eval.graph=shared: {e}; use eval.graph=auto or separate") from None
+            log.info("evaluation builds a graph of its own for each evaluation, as Estimator did: %s", e)
+    return _build(cfg, arrays, placement, run_config, shared_eval=False)
+
+
+def _build(cfg, arrays, placement: Placement, run_config, shared_eval: bool) -> TrainGraph:
+    model = _model(cfg, run_config)
     graph = tf.Graph()
     device_fn = graph.device(placement.device_fn) if placement.device_fn else contextlib.nullcontext()
     with graph.as_default(), device_fn:
         seed_graph(cfg.train.seed)
         global_step = tf1.train.get_or_create_global_step()
         with tf.device("/device:CPU:0"):
-            train_input, eval_input = make_inputs(cfg, arrays, params, placement.replicas)
+            train_input = make_train_input(cfg, arrays, model.params, model.run_config, placement.replicas)
         with _device(placement.model_device):
             spec, loss, loss_is_finite, step_before, train_op, sync_optimizer = _train_part(
-                cfg, model_fn, params, train_input, global_step, placement.sync)
+                model, train_input, global_step, placement.sync)
+            step_after = _step_after(train_op, global_step)
             train_summaries = list(tf1.get_collection(tf1.GraphKeys.SUMMARIES))
-            eval_spec, metric_ops = _eval_part(cfg, model_fn, params, eval_input, placement.local_device)
+            evaluation = _shared_eval(model, arrays, placement, global_step) if shared_eval else None
+        if evaluation is not None:
+            reset = tf1.variables_initializer(tf1.get_collection(tf1.GraphKeys.METRIC_VARIABLES))
+            evaluation = dataclasses.replace(evaluation, reset_op=reset)
         sync_release_op = None
         if sync_optimizer is not None:
             sync_release_op = sync_optimizer.get_init_tokens_op(num_tokens=placement.replicas[0])
-        summary_op = tf1.summary.merge(train_summaries or [tf1.summary.scalar("loss", loss)])
-        tf1.add_to_collection(TRAIN_SUMMARY_COLLECTION, summary_op)
-        eval_update_op = tf.group(*[update for _, update in metric_ops.values()])
-        eval_reset_op = tf1.variables_initializer(tf1.get_collection(tf1.GraphKeys.METRIC_VARIABLES))
+        summary_op = tf1.summary.merge(train_summaries) if train_summaries else None
+        if summary_op is not None:
+            tf1.add_to_collection(TRAIN_SUMMARY_COLLECTION, summary_op)
         saver = make_saver(cfg)
         scaffold = make_scaffold(cfg, saver, summary_op, spec.scaffold)
     return TrainGraph(
-        graph=graph, global_step=global_step, step_before=step_before, loss=loss, loss_is_finite=loss_is_finite,
-        train_op=train_op, train_input=train_input, eval_input=eval_input,
-        eval_metrics={name: value for name, (value, _) in metric_ops.items()},
-        eval_update_op=eval_update_op, eval_reset_op=eval_reset_op,
-        summary_op=summary_op, saver=saver, scaffold=scaffold, spec=spec, eval_spec=eval_spec,
-        sync_optimizer=sync_optimizer, sync_release_op=sync_release_op,
+        graph=graph, global_step=global_step, step_before=step_before, step_after=step_after, loss=loss,
+        loss_is_finite=loss_is_finite, train_op=train_op, train_input=train_input, evaluation=evaluation, summary_op=summary_op, saver=saver,
+        scaffold=scaffold, spec=spec, sync_optimizer=sync_optimizer, sync_release_op=sync_release_op,
     )
 
 
-def build_predict_part(cfg, features, device: str):
+def build_eval_graph(cfg, arrays, device: str, run_config: Optional[RunConfig] = None) -> EvalGraph:
+    """An evaluation graph of its own: the eval input, the model_fn in EVAL mode, its metrics, and a
+    Saver of its variables (to restore a checkpoint, or to be loaded with the training weights)."""
+    model = _model(cfg, run_config)
+    graph = tf.Graph()
+    with graph.as_default():
+        seed_graph(cfg.train.seed)
+        global_step = tf1.train.get_or_create_global_step()
+        with tf.device("/device:CPU:0"):
+            eval_input = make_eval_input(cfg, arrays, model.params, model.run_config)
+        with _device(single_process(device).model_device):
+            eval_spec = model.call(eval_input, ModeKeys.EVAL)
+        metrics, update_op, examples = _metrics(eval_spec, eval_input)
+        reset = tf1.variables_initializer(tf1.get_collection(tf1.GraphKeys.METRIC_VARIABLES))
+        saver = tf1.train.Saver(var_list=tf1.global_variables(), save_relative_paths=True)
+    return EvalGraph(graph, global_step, eval_input, metrics, update_op, reset, examples, eval_spec, saver)
+
+
+def build_predict_part(cfg, features, device: str, run_config: Optional[RunConfig] = None):
     """A PREDICT-mode model around ``features`` in the default graph.
 
     Returns:
       (spec, saver, global_step).
     """
-    model_fn = load_model_fn(cfg.model.fn)
-    params = OmegaConf.to_container(cfg.model.params, resolve=True)
+    model = _model(cfg, run_config)
     global_step = tf1.train.get_or_create_global_step()
-    with _device(single_process(device).model_device), tf1.variable_scope(tf1.get_variable_scope()):
-        spec = call_model_fn(model_fn, cfg.model.fn, features, None, ModeKeys.PREDICT, params)
+    with _device(single_process(device).model_device):
+        spec = model.call(Pipeline(features, None, None, lambda step=0: {}), ModeKeys.PREDICT)
     if spec.predictions is None:
         raise ConfigError(f"model.fn={cfg.model.fn} returned no predictions for mode predict")
     return spec, tf1.train.Saver(save_relative_paths=True), global_step

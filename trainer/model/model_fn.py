@@ -1,13 +1,46 @@
-"""The model_fn contract: loading a user's model_fn and calling it for one mode."""
+"""The model_fn contract: loading a user's model_fn and input_fns and calling them as Estimator did.
 
-from trainer.config.targets import load_callable
+Estimator passed a model_fn only the arguments it declares: ``features`` always, then
+``labels``, ``mode``, ``params`` and ``config`` by name; an input_fn got ``params``, ``mode``
+and ``config`` if it declares them. A function that cannot be called so is a ConfigError
+naming what it takes, before any graph is built.
+"""
+
+from dataclasses import dataclass
+from typing import Callable, FrozenSet
+
+from trainer.config.targets import declared_args, instantiate_params, load_callable
 from trainer.errors import ConfigError
-from trainer.estimator import EstimatorSpec
+from trainer.estimator import EstimatorSpec, RunConfig
+
+MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
 
 
-def load_model_fn(path: str):
-    """The model_fn at dotted ``path`` (``model.fn``)."""
-    return load_callable(path, "model.fn")
+@dataclass(frozen=True)
+class ModelFn:
+    """A model_fn and the arguments it declares."""
+
+    fn: Callable
+    path: str
+    takes: FrozenSet[str]
+
+    def __call__(self, features, labels, mode: str, params: dict, config: RunConfig) -> EstimatorSpec:
+        if labels is not None and "labels" not in self.takes:
+            raise ConfigError(f"model.fn={self.path} takes no labels, but the input gives labels; "
+                              "add a labels argument to the model_fn")
+        offered = {"labels": labels, "mode": mode, "params": params, "config": config}
+        result = self.fn(features=features, **{k: v for k, v in offered.items() if k in self.takes})
+        return as_spec(result, mode, self.path)
+
+
+def load_model_fn(path: str) -> ModelFn:
+    """The model_fn at dotted ``path`` (``model.fn``).
+
+    Raises:
+      ConfigError: it cannot be imported, or does not take ``features`` (and only Estimator's arguments).
+    """
+    fn = load_callable(path, "model.fn")
+    return ModelFn(fn, path, declared_args(fn, "model.fn", path, MODEL_FN_ARGS, required=("features",)))
 
 
 def as_spec(result, mode: str, path: str) -> EstimatorSpec:
@@ -20,6 +53,23 @@ def as_spec(result, mode: str, path: str) -> EstimatorSpec:
     raise ConfigError(f"model.fn={path} returned {type(result).__name__} for mode {mode}; return trainer.estimator.EstimatorSpec")
 
 
-def call_model_fn(model_fn, path: str, features, labels, mode: str, params: dict) -> EstimatorSpec:
-    """``model_fn(features, labels, mode, params)`` as an EstimatorSpec."""
-    return as_spec(model_fn(features, labels, mode, params), mode, path)
+def model_params(cfg) -> dict:
+    """``model.params`` as plain Python, entries with ``_target_`` (feature columns, ...) built."""
+    return instantiate_params(cfg.model.params, "model.params")
+
+
+def make_run_config(cfg, role=None, session_config=None) -> RunConfig:
+    """The RunConfig of this process: the config's schedule, and its cluster role (None: one process)."""
+    base = dict(
+        model_dir=cfg.checkpoint.dir, tf_random_seed=cfg.train.seed, save_summary_steps=cfg.summary.every_steps,
+        save_checkpoints_steps=cfg.checkpoint.every_steps, save_checkpoints_secs=cfg.checkpoint.every_secs,
+        keep_checkpoint_max=cfg.checkpoint.keep, keep_checkpoint_every_n_hours=cfg.checkpoint.keep_every_n_hours,
+        log_step_count_steps=cfg.log.every_steps, session_config=session_config,
+    )
+    if role is None or not role.cluster:
+        return RunConfig(**base)
+    return RunConfig(
+        **base, cluster_spec={job: list(a) for job, a in role.cluster.items()}, task_type=role.job,
+        task_id=role.index, is_chief=role.is_chief, num_ps_replicas=len(role.cluster.get("ps", ())),
+        num_worker_replicas=role.num_replicas, global_id_in_cluster=role.replica_index,
+    )

@@ -1,5 +1,5 @@
-"""``mode=evaluate``: the model's eval_metric_ops (and loss) over the whole test split, for one checkpoint,
-with the model's evaluation_hooks. Writes ``eval_metrics.json`` in the run dir."""
+"""``mode=evaluate``: the model's eval_metric_ops (and loss) over the whole eval input, for one checkpoint,
+with the model's evaluation_hooks. Builds only the EVAL graph; writes ``eval_metrics.json`` in the run dir."""
 
 import json
 import logging
@@ -9,10 +9,12 @@ from typing import Dict
 import tensorflow as tf
 
 from trainer.data.sources import load_arrays
-from trainer.hooks.evaluation import evaluate_once, format_metrics
-from trainer.model.graph import build_graph, single_process
+from trainer.errors import CheckpointError, ConfigError
+from trainer.hooks.evaluation import check_examples, evaluate_once, format_metrics
+from trainer.model.graph import build_eval_graph
+from trainer.model.model_fn import make_run_config
 from trainer.modes.checkpoint import checkpoint_to_read
-from trainer.records import write_json
+from trainer.records import resolve_objective, write_json
 from trainer.session.device import resolve_device, session_config
 
 tf1 = tf.compat.v1
@@ -22,21 +24,35 @@ log = logging.getLogger("trainer")
 def evaluate(cfg, workdir: str) -> Dict:
     """Evaluate ``eval.checkpoint`` (default: the newest in ``checkpoint.dir``); returns the record."""
     device = resolve_device(cfg.device)
-    graph = build_graph(cfg, load_arrays(cfg.data), single_process(device))
     path = checkpoint_to_read(cfg, cfg.eval.checkpoint)
-    with graph.graph.as_default():
-        creator = tf1.train.ChiefSessionCreator(scaffold=graph.scaffold, config=session_config(cfg.device, device),
+    arrays = load_arrays(cfg.data)
+    evaluation = build_eval_graph(cfg, arrays, device, make_run_config(cfg))
+    try:
+        objective, warning = resolve_objective(cfg.eval.objective, evaluation.metrics)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    if warning:
+        log.warning(warning)
+    with evaluation.graph.as_default():
+        scaffold = tf1.train.Scaffold(saver=evaluation.saver)
+        creator = tf1.train.ChiefSessionCreator(scaffold=scaffold, config=session_config(cfg.device, device),
                                                 checkpoint_filename_with_path=path)
-        with tf1.train.MonitoredSession(session_creator=creator, hooks=list(graph.eval_spec.evaluation_hooks)) as sess:
-            def one_pass(step_context):
-                values = evaluate_once(step_context.session, graph, run_update=step_context.run_with_hooks)
-                return values, int(step_context.session.run(graph.global_step))
+        try:
+            with tf1.train.MonitoredSession(session_creator=creator,
+                                            hooks=list(evaluation.spec.evaluation_hooks)) as sess:
+                def one_pass(step_context):
+                    found = evaluate_once(step_context.session, evaluation, run_update=step_context.run_with_hooks)
+                    return found, int(step_context.session.run(evaluation.global_step))
 
-            values, step = sess.run_step_fn(one_pass)
-    result = {"checkpoint": path, "global_step": step, "metrics": values,
-              "objective": cfg.eval.objective, "objective_value": values.get(cfg.eval.objective)}
+                (values, examples), step = sess.run_step_fn(one_pass)
+        except tf.errors.NotFoundError as e:
+            raise CheckpointError(f"checkpoint {path} lacks variables the EVAL graph has ({e.message.splitlines()[0]}); "
+                                  "evaluate a checkpoint of this model") from None
+    check_examples(examples, f"data.eval_fn={cfg.data.eval_fn}" if arrays is None else f"the {cfg.data.name} test split")
+    result = {"checkpoint": path, "global_step": step, "metrics": values, "examples": examples,
+              "objective": objective, "objective_value": values[objective]}
     os.makedirs(workdir, exist_ok=True)
     write_json(os.path.join(workdir, "eval_metrics.json"), result)
     print(json.dumps(result, sort_keys=True), flush=True)
-    log.info("evaluated %s: %s", path, format_metrics(values))
+    log.info("evaluated %s on %d examples: %s", path, examples, format_metrics(values))
     return result

@@ -1,5 +1,6 @@
 """``mode=export``: a SavedModel (tag ``serve``) for TensorFlow Serving, from the spec's export_outputs
-or a default ``serving_default`` predict signature of all predictions."""
+or a default ``serving_default`` predict signature of all predictions; the serving input is
+``export.serving_input_fn``'s, or placeholders shaped like the eval input's features."""
 
 import json
 import logging
@@ -10,8 +11,11 @@ import tensorflow as tf
 
 from trainer.checkpoints.intact import checkpoint_step
 from trainer.config.targets import load_callable
+from trainer.data.pipelines import make_eval_input
+from trainer.data.sources import load_arrays
 from trainer.errors import ConfigError
 from trainer.model.graph import build_predict_part
+from trainer.model.model_fn import make_run_config, model_params
 from trainer.modes.checkpoint import checkpoint_to_read
 from trainer.session.device import resolve_device, session_config
 
@@ -19,12 +23,59 @@ tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
 
 
-def _serving_input(cfg):
-    """(receiver tensors, features): ``export.serving_input_fn``'s, or a float image placeholder."""
+def _receiver(result, key: str):
+    """(receiver tensors as a dict, features) from a ServingInputReceiver or a (receivers, features) pair."""
+    if hasattr(result, "features") and hasattr(result, "receiver_tensors"):
+        receivers, features = result.receiver_tensors, result.features
+    elif isinstance(result, (tuple, list)) and len(result) == 2:
+        receivers, features = result
+    else:
+        raise ConfigError(f"{key} returned {type(result).__name__}; return a trainer.estimator.export."
+                          "ServingInputReceiver(features, receiver_tensors) or (receiver_tensors, features)")
+    if not isinstance(receivers, dict):
+        receivers = {"input": receivers}
+    return receivers, features
+
+
+def _eval_features(cfg, run_config):
+    """The eval input's features, built in a scratch graph (for their names, dtypes and shapes)."""
+    arrays = None if cfg.data.name == "input_fn" else load_arrays(cfg.data)
+    with tf.Graph().as_default():
+        return make_eval_input(cfg, arrays, model_params(cfg), run_config).features
+
+
+def _placeholder_like(tensor, name: str):
+    if not isinstance(tensor, tf.Tensor) or tensor.shape.rank is None:
+        raise ConfigError(f"cannot derive a serving input from the eval feature {name!r} ({type(tensor).__name__}, "
+                          "no known rank); set export.serving_input_fn (e.g. trainer.estimator.export."
+                          "build_parsing_serving_input_receiver_fn)")
+    return tf1.placeholder(tensor.dtype, [None] + tensor.shape.as_list()[1:], name=name)
+
+
+def _serving_input(cfg, run_config):
+    """(receiver tensors, features): ``export.serving_input_fn``'s, else placeholders shaped like the
+    eval input's features (batch dimension open)."""
     if cfg.export.serving_input_fn:
-        return load_callable(cfg.export.serving_input_fn, "export.serving_input_fn")()
-    image = tf1.placeholder(tf.float32, [None, 28, 28, 1], name=cfg.data.feature_key)
-    return {cfg.data.feature_key: image}, {cfg.data.feature_key: image}
+        fn = load_callable(cfg.export.serving_input_fn, "export.serving_input_fn")
+        return _receiver(fn(), "export.serving_input_fn")
+    like = _eval_features(cfg, run_config)
+    if isinstance(like, dict):
+        features = {name: _placeholder_like(t, name) for name, t in sorted(like.items())}
+        return dict(features), features
+    features = _placeholder_like(like, "input")
+    return {"input": features}, features
+
+
+def _signatures(spec, receivers) -> Dict:
+    """The spec's export_outputs (a single one is also ``serving_default``, as Estimator made it),
+    else one ``serving_default`` predict signature of every prediction."""
+    if spec.export_outputs:
+        signatures = {name: out.as_signature_def(receivers) for name, out in spec.export_outputs.items()}
+        if len(signatures) == 1:
+            signatures["serving_default"] = next(iter(signatures.values()))
+        return signatures
+    outputs = spec.predictions if isinstance(spec.predictions, dict) else {"predictions": spec.predictions}
+    return {"serving_default": tf1.saved_model.predict_signature_def(inputs=receivers, outputs=outputs)}
 
 
 def export(cfg, workdir: str) -> Dict:
@@ -36,14 +87,11 @@ def export(cfg, workdir: str) -> Dict:
     export_dir = os.path.abspath(os.path.expanduser(cfg.export.dir or os.path.join(workdir, "export", str(step))))
     if os.path.exists(export_dir):
         raise ConfigError(f"export.dir={export_dir} exists; give a new export.dir (an export is never overwritten)")
+    run_config = make_run_config(cfg)
     with tf.Graph().as_default():
-        receivers, features = _serving_input(cfg)
-        spec, saver, _ = build_predict_part(cfg, features, device)
-        if spec.export_outputs:
-            signatures = {name: out.as_signature_def(receivers) for name, out in spec.export_outputs.items()}
-        else:
-            outputs = spec.predictions if isinstance(spec.predictions, dict) else {"predictions": spec.predictions}
-            signatures = {"serving_default": tf1.saved_model.predict_signature_def(inputs=receivers, outputs=outputs)}
+        receivers, features = _serving_input(cfg, run_config)
+        spec, saver, _ = build_predict_part(cfg, features, device, run_config)
+        signatures = _signatures(spec, receivers)
         with tf1.Session(config=session_config(cfg.device, device)) as sess:
             saver.restore(sess, path)
             builder = tf1.saved_model.Builder(export_dir)

@@ -8,13 +8,15 @@ from typing import Dict
 
 import numpy as np
 import tensorflow as tf
-from omegaconf import OmegaConf
 
 from trainer.config.targets import load_callable
+from trainer.errors import ConfigError
+from trainer.estimator import ModeKeys
 from trainer.data.pipelines import make_input_fn_pipeline, make_pipeline
 from trainer.data.sources import load_arrays, load_prediction_input
 from trainer.hooks.runner import InputInitHook
 from trainer.model.graph import build_predict_part
+from trainer.model.model_fn import make_run_config, model_params
 from trainer.modes.checkpoint import checkpoint_to_read
 from trainer.session.device import resolve_device, session_config
 
@@ -22,11 +24,17 @@ tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
 
 
-def _prediction_pipeline(cfg):
+def _prediction_pipeline(cfg, run_config):
+    """``predict.input_fn`` (called in mode ``infer``), else ``predict.input``, else the eval input."""
+    params = dict(model_params(cfg), batch_size=cfg.eval.batch_size)
+    if cfg.predict.input_fn:
+        if cfg.predict.input:
+            raise ConfigError("predict.input and predict.input_fn are both set; set one of them")
+        fn = load_callable(cfg.predict.input_fn, "predict.input_fn")
+        return make_input_fn_pipeline(fn, cfg.predict.input_fn, ModeKeys.PREDICT, params, run_config)
     if cfg.data.name == "input_fn" and not cfg.predict.input:
         fn = load_callable(cfg.data.eval_fn, "data.eval_fn")
-        params = dict(OmegaConf.to_container(cfg.model.params, resolve=True), batch_size=cfg.eval.batch_size)
-        return make_input_fn_pipeline(fn, False, cfg.data.feature_key, params)
+        return make_input_fn_pipeline(fn, cfg.data.eval_fn, ModeKeys.EVAL, params, run_config)
     images = load_prediction_input(cfg.predict.input) if cfg.predict.input else load_arrays(cfg.data).test_x
     return make_pipeline(images, np.zeros(len(images), np.int64), cfg.eval.batch_size, cfg.data.feature_key, train=False)
 
@@ -35,9 +43,10 @@ def predict(cfg, workdir: str) -> Dict:
     """Predict with ``predict.checkpoint`` (default: the newest in ``checkpoint.dir``); returns the record."""
     device = resolve_device(cfg.device)
     path = checkpoint_to_read(cfg, cfg.predict.checkpoint)
+    run_config = make_run_config(cfg)
     with tf.Graph().as_default():
-        pipeline = _prediction_pipeline(cfg)
-        spec, saver, global_step = build_predict_part(cfg, pipeline.features, device)
+        pipeline = _prediction_pipeline(cfg, run_config)
+        spec, saver, global_step = build_predict_part(cfg, pipeline.features, device, run_config)
         predictions = spec.predictions if isinstance(spec.predictions, dict) else {"predictions": spec.predictions}
         creator = tf1.train.ChiefSessionCreator(scaffold=tf1.train.Scaffold(saver=saver),
                                                 config=session_config(cfg.device, device),

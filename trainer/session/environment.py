@@ -49,11 +49,37 @@ def import_tensorflow(verbose: bool = False):
         _import_secs["tensorflow"] = time.time() - started
     import tensorflow as tf
 
+    route_tensorflow_log(verbose)
     if not verbose:
-        tf.get_logger().setLevel(logging.ERROR)
         warnings.filterwarnings("ignore", message=r".*is deprecated and will be removed", category=UserWarning)
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"(tensorflow|tf_keras|keras).*")
     return tf
+
+
+class _NoDeprecations(logging.Filter):
+    """Drops TensorFlow's deprecation notices (a dozen per run of TF1 code), keeps everything else."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return "is deprecated" not in message and "Instructions for updating" not in message
+
+
+def route_tensorflow_log(verbose: bool = False) -> None:
+    """TensorFlow's Python logger (``tf.compat.v1.logging``, LoggingTensorHook, MonitoredSession's
+    lines) at INFO into the run's own handlers (console and ``train.log``) instead of its own
+    stderr handler; deprecation notices dropped unless ``verbose``."""
+    import tensorflow as tf
+
+    logger = tf.get_logger()  # made on first use, with its own handler: make it now, then route it
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+    logger.propagate = True
+    logger.setLevel(logging.INFO)
+    for existing in list(logger.filters):
+        if isinstance(existing, _NoDeprecations):
+            logger.removeFilter(existing)
+    if not verbose:
+        logger.addFilter(_NoDeprecations())
 
 
 def import_secs() -> float:

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 import trainer
 from trainer.errors import ConfigError, first_line
-from trainer.records import write_json
+from trainer.records import read_json, write_json
 
 log = logging.getLogger("trainer")
 
@@ -62,9 +62,13 @@ def run_job(cfg, hc) -> float:
         return trainer.run(cfg, output_dir).get("objective_value")
     except Exception as e:
         reason = f"{type(e).__name__}: {first_line(e)}"
-        os.makedirs(output_dir, exist_ok=True)
-        write_json(os.path.join(output_dir, "metrics.json"),
-                   {"status": "failed", "error": reason, "model": cfg.model.name, "session": str(cfg.session.kind)})
+        path = os.path.join(output_dir, "metrics.json")
+        written = read_json(path)
+        if not (written.get("status") == "failed" and written.get("pid") == os.getpid()):
+            # Training records its own failure (with the step reached); otherwise it failed before.
+            os.makedirs(output_dir, exist_ok=True)
+            write_json(path, {"status": "failed", "error": reason, "model": cfg.model.name,
+                              "session": str(cfg.session.kind), "pid": os.getpid()})
         log.error("job %s failed: %s", os.path.basename(output_dir), reason)
         if cfg.sweep.fail_fast:
             raise SystemExit(1)  # ends the sweep here, as sweep.fail_fast asks

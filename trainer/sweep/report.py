@@ -19,7 +19,7 @@ from typing import Dict, List, Optional
 import yaml
 from hydra.experimental.callback import Callback
 
-from trainer.records import read_json
+from trainer.records import eval_key, read_json
 
 log = logging.getLogger("trainer")
 
@@ -74,7 +74,7 @@ def collect(sweep_dir: str) -> List[Dict]:
 def _sorted(rows: List[Dict]) -> List[Dict]:
     """Finished jobs by their objective (best first), then the others."""
     def key(row):
-        value = row.get(f"eval_{row['objective']}")
+        value = row.get(eval_key(row['objective']))
         if row["status"] != "finished" or value is None:
             return (1, 0.0)
         return (0, -value if row["direction"] == "maximize" else value)
@@ -132,7 +132,7 @@ def _plot(sweep_dir: str, rows: List[Dict]) -> Optional[str]:
     except ImportError:
         log.info("matplotlib is not installed (pip install '.[sweep]'): no summary.png")
         return None
-    done = [r for r in rows if r.get(f"eval_{r['objective']}") is not None]
+    done = [r for r in rows if r.get(eval_key(r['objective'])) is not None]
     params = sorted({p for r in rows for p in r["params"] if len({str(x["params"].get(p)) for x in rows}) > 1})
     panels = max(1, len(params)) + 1
     fig, axes = plt.subplots(1, panels, figsize=(4.5 * panels, 3.8), squeeze=False)
@@ -141,7 +141,7 @@ def _plot(sweep_dir: str, rows: List[Dict]) -> Optional[str]:
         values = [r["params"].get(param, r["job"]) if param != "job" else r["job"] for r in done]
         labels = sorted(set(values), key=lambda v: (_number(v) is None, _number(v) or 0, str(v)))
         xs = [labels.index(v) for v in values]
-        ax.scatter(xs, [r[f"eval_{objective}"] for r in done])
+        ax.scatter(xs, [r[eval_key(objective)] for r in done])
         ax.set_xticks(range(len(labels)))
         ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
         ax.set_xlabel(param)

@@ -4,8 +4,9 @@ The lifecycle, as ``session_run_hook.py`` documents it::
 
     hooks: begin()
     session = open_session()          # init or restore, queue runners, hooks: after_create_session()
-    while not session.should_stop():  # max_steps reached, a hook asked, a signal, the end of the input
-        session.run(train_op)         # hooks: before_run() / after_run() around every step
+    while not session.should_stop():  # max_steps reached, a hook asked, a signal
+        session.run(train_op)         # hooks: before_run() / after_run() around every step;
+                                      # OutOfRangeError: the training input ended
     hooks: end(session)               # final checkpoint and evaluation; only on a normal stop
 
 NaN (``NanLossError``) and too many recoveries are raised as they are. Any other error first
@@ -21,7 +22,7 @@ from typing import Callable, Optional
 
 import tensorflow as tf
 
-from trainer.errors import NanLossError, RecoveryLimitError, TrainingError
+from trainer.errors import NanLossError, RecoveryLimitError
 
 log = logging.getLogger("trainer")
 
@@ -33,6 +34,7 @@ class LoopStats:
     session_secs: float = 0.0  # creating the session: init or restore, hooks' after_create_session
     train_secs: float = 0.0  # the loop itself, up to the normal stop
     first_step_at: Optional[float] = None  # wall time of the first step's end
+    end_of_input: bool = False  # the training input ended (OutOfRangeError): a normal end, as in Estimator
 
 
 def run_loop(session_factory: Callable, fetches, save_state: Optional[Callable] = None,
@@ -51,18 +53,19 @@ def run_loop(session_factory: Callable, fetches, save_state: Optional[Callable] 
         started = time.time()
         stats.session_secs = started - opened
         try:
-            while not sess.should_stop():
-                stats.last = sess.run(fetches)
-                stats.steps += 1
-                if stats.steps == 1:
-                    stats.first_step_at = time.time()
+            try:
+                while not sess.should_stop():
+                    stats.last = sess.run(fetches)
+                    stats.steps += 1
+                    if stats.steps == 1:
+                        stats.first_step_at = time.time()
+            except tf.errors.OutOfRangeError:
+                # The end of a finite training input: training ends normally, as under Estimator
+                # (the hooks' end() writes the final checkpoint and evaluation).
+                stats.end_of_input = True
+                log.info("the training input ended after %d steps of this run", stats.steps)
             if at_normal_end is not None:
                 at_normal_end(sess)
-        except tf.errors.OutOfRangeError as e:
-            # MonitoredSession reads this as the end of the input; the runner's training input
-            # repeats for ever, so here it is a failure.
-            _save(save_state, sess)
-            raise TrainingError(f"unexpected end of input or a truncated file during training: {e.message}") from e
         except (NanLossError, RecoveryLimitError):
             raise
         except Exception:

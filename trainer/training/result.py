@@ -6,7 +6,8 @@ from typing import Dict
 
 import tensorflow as tf
 
-from trainer.errors import ConfigError
+from trainer.errors import TrainingError
+from trainer.records import eval_key
 
 log = logging.getLogger("trainer")
 
@@ -17,6 +18,18 @@ def _rounded(timings: Dict) -> Dict:
 
 def _preemption(preemption) -> str:
     return signal.Signals(preemption.signum).name
+
+
+def stop_reason(max_steps, step: int, stats, preemption) -> str:
+    """Why training stopped: ``signal``, ``end_of_input``, ``max_steps``, or ``hook`` (a hook asked:
+    early stopping, stop_at_step, a NaN hook that stops)."""
+    if preemption.signum is not None:
+        return "signal"
+    if stats.end_of_input:
+        return "end_of_input"
+    if max_steps is not None and step >= max_steps:
+        return "max_steps"
+    return "hook"
 
 
 def worker_record(run, stats, preemption) -> Dict:
@@ -42,7 +55,7 @@ def chief_record(run, start_step: int, metrics, stats, preemption) -> Dict:
     ``run`` has the run's ``cfg``, ``device``, ``timings`` and ``cluster`` (None for one process).
 
     Raises:
-      ConfigError: ``eval.objective`` names no eval metric of the model.
+      TrainingError: no evaluation recorded the objective (``run.objective``, checked at graph build).
     """
     cfg, device, timings, cluster = run.cfg, run.device, run.timings, run.cluster
     final_step = max(metrics.train.get("step", start_step), metrics.eval.get("step", start_step))
@@ -50,7 +63,8 @@ def chief_record(run, start_step: int, metrics, stats, preemption) -> Dict:
         "global_step": int(final_step), "start_step": int(start_step), "loss": metrics.train.get("loss"),
         "steps_per_sec": (final_step - start_step) / stats.train_secs if stats.train_secs > 0 else None,
         "session": str(cfg.session.kind), "model": cfg.model.name, "data": cfg.data.name, "device": device,
-        "checkpoint_dir": cfg.checkpoint.dir, "timings": _rounded(timings),
+        "checkpoint_dir": cfg.checkpoint.dir, "timings": _rounded(timings), "max_steps": cfg.train.max_steps,
+        "stop_reason": stop_reason(cfg.train.max_steps, final_step, stats, preemption),
     }
     if cluster is not None:
         record.update(role=cluster.role.name, local_steps=stats.steps,
@@ -61,10 +75,10 @@ def chief_record(run, start_step: int, metrics, stats, preemption) -> Dict:
                    "run the same command to resume")
         log.warning(message)
         return dict(record, status="preempted", message=message, exit_code=preemption.exit_code)
-    objective = cfg.eval.objective
+    objective = run.objective
     evals = {k: v for k, v in metrics.eval.items() if k not in ("kind", "step", "time")}
     if objective not in evals:
-        raise ConfigError(f"eval.objective={objective}: the model has no such eval metric; use one of {sorted(evals)}")
+        raise TrainingError(f"eval.objective={objective}: no evaluation recorded it; metrics.jsonl has {sorted(evals)}")
     record.update(status="finished", objective=objective, objective_value=evals[objective])
-    record.update({f"eval_{k}": v for k, v in evals.items()})
+    record.update({eval_key(k): v for k, v in evals.items()})
     return record

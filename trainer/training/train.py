@@ -15,12 +15,15 @@ from typing import Dict, Optional
 import tensorflow as tf
 
 from trainer.checkpoints.guard import claim, metrics_path
+from trainer.checkpoints.intact import latest_step
 from trainer.data.sources import check_training_arrays, load_arrays
-from trainer.errors import Preempted
-from trainer.hooks.assembly import UserHooks, make_training_hooks, make_user_hooks
-from trainer.hooks.evaluation import EvalHook, format_metrics
-from trainer.model.graph import TrainGraph, build_graph, single_process
-from trainer.records import MetricsLog, read_json, write_json
+from trainer.errors import ConfigError, Preempted, describe
+from trainer.estimator import RunConfig
+from trainer.hooks.assembly import RunParts, UserHooks, make_training_hooks, make_user_hooks
+from trainer.hooks.evaluation import EvalHook, SeparateEvaluation, SharedEvaluation, format_metrics
+from trainer.model.graph import TrainGraph, build_eval_graph, build_graph, single_process
+from trainer.model.model_fn import make_run_config
+from trainer.records import MetricsLog, read_json, resolve_objective, write_json
 from trainer.session.device import resolve_device, session_config, visible_gpus
 from trainer.session.environment import import_secs, set_determinism
 from trainer.session.factory import SessionOptions, open_session
@@ -60,11 +63,16 @@ def train(cfg, workdir: str, cluster=None) -> Dict:
     check_training_arrays(arrays, cfg.train.batch_size)
     timings["data"] = time.time() - mark
     mark = time.time()
-    graph = build_graph(cfg, arrays, cluster.placement(device) if cluster is not None else single_process(device))
+    run_config = make_run_config(cfg, cluster.role if cluster is not None else None)
+    placement = cluster.placement(device) if cluster is not None else single_process(device)
+    graph = build_graph(cfg, arrays, placement, run_config)
     timings["graph"] = time.time() - mark
     with graph.graph.as_default():
         user = make_user_hooks(cfg)
-    run = _Run(cfg, workdir, graph, device, user, cluster, timings)
+    evaluation = _evaluation(cfg, graph, arrays, device, run_config)
+    # Checked before the first step (the chief evaluates): a wrong name fails now, not after training.
+    objective = _objective(cfg, evaluation) if cluster is None or cluster.role.is_chief else cfg.eval.objective
+    run = _Run(cfg, workdir, graph, device, user, cluster, timings, arrays, run_config, evaluation, objective)
     try:
         if cluster is not None and not cluster.role.is_chief:
             os.makedirs(workdir, exist_ok=True)  # a worker never touches the chief's checkpoint dir
@@ -75,11 +83,32 @@ def train(cfg, workdir: str, cluster=None) -> Dict:
                 # A cluster's chief goes on even when finished: its workers wait for it to restore.
                 if claimed.finished is not None and cluster is None:
                     return claimed.finished
-                result = run.train(claimed.start_step)
+                result = run.train_recording_failure(claimed.start_step)
     finally:
         # Summary writers hold their graph: close them so that the next job of a sweep starts clean.
         tf1.summary.FileWriterCache.clear()
     return _finish(result, workdir, started, cluster)
+
+
+def _evaluation(cfg, graph: TrainGraph, arrays, device: str, run_config: RunConfig):
+    """How this run evaluates: in the training graph, or in a graph of its own (as Estimator did)."""
+    if graph.evaluation is not None:
+        return SharedEvaluation(graph.evaluation)
+    with graph.graph.as_default():
+        variables = tf1.global_variables()
+    return SeparateEvaluation(lambda: build_eval_graph(cfg, arrays, device, run_config), variables,
+                              session_config(cfg.device, device))
+
+
+def _objective(cfg, evaluation) -> str:
+    """The eval metric ``eval.objective`` names (or stands in for the default one)."""
+    try:
+        name, warning = resolve_objective(cfg.eval.objective, evaluation.metric_names())
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    if warning:
+        log.warning(warning)
+    return name
 
 
 def _finish(result: Dict, workdir: str, started: float, cluster) -> Dict:
@@ -94,10 +123,18 @@ def _finish(result: Dict, workdir: str, started: float, cluster) -> Dict:
                  result["local_steps"], result["global_step"], metrics_path(workdir))
         return result
     loss = "n/a" if result["loss"] is None else f"{result['loss']:.4f}"
-    evals = {k[len("eval_"):]: v for k, v in result.items() if k.startswith("eval_")}
+    evals = {k[len("eval_"):]: v for k, v in result.items() if k.startswith("eval_") and k != "eval_examples"}
     log.info("done at step %d: loss %s, %s; metrics in %s", result["global_step"], loss, format_metrics(evals),
              metrics_path(workdir))
     return result
+
+
+def _last_step(ckpt_dir: str, default):
+    """The step of the newest checkpoint in ``ckpt_dir`` (``default`` when there is none or it is unreadable)."""
+    try:
+        return latest_step(ckpt_dir)
+    except Exception:
+        return default
 
 
 def set_aside(workdir: str, ckpt_dir: str) -> None:
@@ -122,6 +159,10 @@ class _Run:
     user: UserHooks
     cluster: Optional[object]
     timings: Dict
+    arrays: Optional[object]  # the loaded data; None for input_fns
+    run_config: RunConfig
+    evaluation: object  # a SharedEvaluation or SeparateEvaluation
+    objective: str  # the eval metric eval.objective resolved to
 
     @property
     def is_chief(self) -> bool:
@@ -140,10 +181,26 @@ class _Run:
                                  global_step=self.graph.global_step)
         return self.cluster.session_options(options, self.graph) if self.cluster is not None else options
 
+    def eval_source(self) -> str:
+        return f"data.eval_fn={self.cfg.data.eval_fn}" if self.arrays is None else f"the {self.cfg.data.name} test split"
+
+    def train_recording_failure(self, start_step: int) -> Dict:
+        """:meth:`train`; a failure is recorded in ``metrics.json`` (status, the error, the last step) and raised."""
+        try:
+            return self.train(start_step)
+        except Exception as e:
+            record = {"status": "failed", "error": describe(e), "start_step": start_step, "model": self.cfg.model.name,
+                      "session": str(self.cfg.session.kind), "max_steps": self.cfg.train.max_steps,
+                      "global_step": _last_step(self.cfg.checkpoint.dir, start_step), "pid": os.getpid(),
+                      "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+            write_json(metrics_path(self.workdir), record)
+            raise
+
     def train(self, start_step: Optional[int]) -> Dict:
         """Train from ``start_step`` (None: a cluster worker, which never reads the checkpoint dir)."""
         metrics = MetricsLog(os.path.join(self.workdir, "metrics.jsonl"))
-        if start_step is not None and start_step >= self.cfg.train.max_steps:
+        max_steps = self.cfg.train.max_steps
+        if start_step is not None and max_steps is not None and start_step >= max_steps:
             return self._evaluate_only(start_step, metrics)
         preemption = PreemptionHandler()
         with preemption, self.graph.graph.as_default():
@@ -154,7 +211,8 @@ class _Run:
 
     def _loop(self, start_step, metrics, preemption):
         cfg, graph, ckpt_dir = self.cfg, self.graph, self.cfg.checkpoint.dir
-        hooks = make_training_hooks(cfg, graph, self.user, metrics, preemption, self.cluster)
+        parts = RunParts(metrics, preemption, self.evaluation, self.eval_source())
+        hooks = make_training_hooks(cfg, graph, self.user, parts, self.cluster)
         if self.is_chief:
             log.info("checkpoint.dir %s: %s", ckpt_dir, f"resuming from step {start_step}" if start_step else "new run")
             log.info("hooks (chief): %s", ", ".join(type(h).__name__ for h in hooks.chief))
@@ -182,7 +240,7 @@ class _Run:
         it past its target, so evaluate only and write nothing to the checkpoint dir."""
         log.info("checkpoint.dir %s is already at step %d (train.max_steps=%d): nothing to train",
                  self.cfg.checkpoint.dir, start_step, self.cfg.train.max_steps)
-        eval_hook = EvalHook(self.graph, None, metrics, summary_dir=None)
+        eval_hook = EvalHook(self.graph, self.evaluation, None, metrics, summary_dir=None, source=self.eval_source())
         options = replace(self.session_options(), max_recoveries=0)
         with self.graph.graph.as_default(), open_session("plain", self.graph.scaffold, [eval_hook], [],
                                                          self.cfg.checkpoint.dir, self.session_config(), options):
