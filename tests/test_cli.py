@@ -100,14 +100,18 @@ def test_unreadable_checkpoint_exit_3_and_untouched(tmp_path):
 
 
 def test_locked_dir_exit_4(tmp_path):
-    import socket
+    from test_reliability import hold_lock
 
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
-    (ckpt / "train.lock").write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": "now"}))
-    proc = train(tmp_path, *SMALL, "train.max_steps=5", f"checkpoint.dir={ckpt}")
+    holder = hold_lock(ckpt / "train.lock")
+    try:
+        proc = train(tmp_path, *SMALL, "train.max_steps=5", f"checkpoint.dir={ckpt}")
+    finally:
+        holder.kill()
+        holder.wait()
     assert proc.returncode == 4
-    assert f"in use by pid {os.getpid()}" in error_line(proc)
+    assert f"in use by pid {holder.pid}" in error_line(proc)
 
 
 def test_full_error_shows_traceback(tmp_path):

@@ -116,11 +116,23 @@ def test_no_intact_checkpoint_is_refused_untouched(make_cfg, tmp_path):
 
 def test_leftover_temp_dirs_are_cleaned(make_cfg, tmp_path):
     run(make_cfg(), str(tmp_path))
-    leftover = tmp_path / "checkpoints" / "model.ckpt-30_temp"
-    leftover.mkdir()
-    (leftover / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"x")
+    ckpt = tmp_path / "checkpoints"
+    leftovers = [ckpt / "model.ckpt-30_temp", ckpt / f"model.ckpt-30_temp_{'ab' * 16}"]
+    for leftover in leftovers:
+        leftover.mkdir()
+        (leftover / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"x")
+    partial = [ckpt / "model.ckpt-30.data-00000-of-00001.tempstate1234", ckpt / f"checkpoint.tmp{'cd' * 16}",
+               ckpt / "manifest.json.999.tmp"]
+    for path in partial:
+        path.write_bytes(b"x")
+    # Names that merely contain "_temp" or "tmp" are the user's: kept.
+    kept = [ckpt / "my_templates", ckpt / "eval_temperature", ckpt / "notes.tmp.txt"]
+    kept[0].mkdir()
+    kept[1].mkdir()
+    kept[2].write_text("mine")
     run(make_cfg("train.max_steps=25"), str(tmp_path))
-    assert not leftover.exists()
+    assert not any(p.exists() for p in leftovers + partial)
+    assert all(p.exists() for p in kept)
 
 
 def test_checkpoint_dir_moved_elsewhere_still_resumes(make_cfg, tmp_path):
@@ -151,29 +163,82 @@ def test_learning_rate_change_is_allowed_and_logged(make_cfg, tmp_path, caplog):
 # --- one writer ------------------------------------------------------------------------------
 
 
+HOLD_LOCK = """
+import fcntl, json, os, socket, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": "now"}).encode())
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def hold_lock(path):
+    """Another process holding ``path``'s kernel lock, as a running ``train`` does."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
 def test_a_live_lock_refuses_a_second_run(make_cfg, tmp_path):
     ckpt = tmp_path / "checkpoints"
     ckpt.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    holder = hold_lock(ckpt / "train.lock")
     try:
-        (ckpt / "train.lock").write_text(json.dumps({"pid": holder.pid, "host": socket.gethostname(), "started": "now"}))
         with pytest.raises(CheckpointLockedError, match=f"in use by pid {holder.pid}"):
             run(make_cfg(), str(tmp_path))
         assert not (ckpt / "model.ckpt-0.index").exists()
     finally:
         holder.kill()
+        holder.wait()
 
 
-def test_a_stale_lock_is_taken_over(make_cfg, tmp_path, caplog):
+def test_a_lock_whose_holder_was_killed_is_taken_over(make_cfg, tmp_path, caplog):
+    # kill -9 (or a container's PID 1 going away) leaves the file; the kernel lock went with the process.
     caplog.set_level(logging.INFO, logger="trainer")
     ckpt = tmp_path / "checkpoints"
     ckpt.mkdir()
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    (ckpt / "train.lock").write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "started": "then"}))
+    holder = hold_lock(ckpt / "train.lock")
+    holder.kill()
+    holder.wait()
     assert run(make_cfg(), str(tmp_path))["global_step"] == 20
-    assert any("stale lock" in r.getMessage() for r in caplog.records)
-    assert not (ckpt / "train.lock").exists()
+    assert any(f"stale lock of pid {holder.pid}" in r.getMessage() for r in caplog.records)
+    assert (ckpt / "train.lock").read_text() == ""  # released: no holder named
+
+
+@pytest.mark.parametrize("content", [b"", b"\x00\xffgarbage", b'{"pid": 1, "host": "%s", "started": "x"}'])
+def test_a_lock_file_without_a_live_holder_never_blocks(make_cfg, tmp_path, content):
+    # A 0-byte file (a full disk), garbage, or PID 1 of this host (always alive): no kernel lock, no block.
+    ckpt = tmp_path / "checkpoints"
+    ckpt.mkdir()
+    content = content.replace(b"%s", socket.gethostname().encode())
+    (ckpt / "train.lock").write_bytes(content)
+    assert run(make_cfg(), str(tmp_path))["global_step"] == 20
+
+
+def test_another_hosts_lease_is_respected_until_it_lapses(make_cfg, tmp_path, caplog):
+    ckpt = tmp_path / "checkpoints"
+    ckpt.mkdir()
+    lease = {"pid": 4242, "host": "other-pod", "started": "then", "renewed_at": time.time()}
+    (ckpt / "train.lock").write_text(json.dumps(lease))
+    with pytest.raises(CheckpointLockedError, match="in use by pid 4242 on other-pod.*renewed its lease"):
+        run(make_cfg(), str(tmp_path))
+    assert not (ckpt / "model.ckpt-0.index").exists()
+    lease["renewed_at"] = time.time() - 600  # the pod is gone: its lease lapsed
+    (ckpt / "train.lock").write_text(json.dumps(lease))
+    assert run(make_cfg(), str(tmp_path))["global_step"] == 20
+    assert "stale lock of pid 4242 on other-pod" in caplog.text
+
+
+def test_the_lock_is_released_when_the_watchdog_ends_the_process(tmp_path):
+    # os._exit (the watchdog's exit 5, a cluster task's end) skips every finally: the kernel lock goes anyway.
+    from trainer.checkpoints.lock import DirLock
+
+    script = (f"import os, sys; sys.path.insert(0, {os.getcwd()!r}); from trainer.checkpoints.lock import DirLock; "
+              f"DirLock({str(tmp_path)!r}).__enter__(); os._exit(5)")
+    assert subprocess.run([sys.executable, "-c", script]).returncode == 5
+    with DirLock(str(tmp_path)):
+        pass
 
 
 # --- signals and kills: the real command ---------------------------------------------------------

@@ -44,13 +44,23 @@ def verify(path: str) -> Optional[str]:
     return None
 
 
+# Names TensorFlow and the runner give files while writing them: removed when a save was cut short.
+_TEMP_DIR = re.compile(r".+-\d+_temp(_[0-9a-f]{32})?$")  # a sharded save's <prefix>-<step>_temp[_<uuid>]/
+_TEMP_FILE = re.compile(r"(.+\.tempstate\d+|checkpoint\.tmp[0-9a-f]{32}|.+\.json\.\d+\.tmp)$")
+
+
 def clean_leftovers(checkpoint_dir: str) -> None:
-    """Remove the temporary dirs an interrupted save leaves (``*_temp*``)."""
+    """Remove what an interrupted save leaves: TensorFlow's ``<prefix>-<step>_temp`` dirs, its
+    ``.tempstate`` and ``checkpoint.tmp<uuid>`` files, and the runner's ``*.json.<pid>.tmp``. Names
+    only so shaped are touched (a user's ``my_templates`` stays)."""
     for name in os.listdir(checkpoint_dir):
         path = os.path.join(checkpoint_dir, name)
-        if "_temp" in name and os.path.isdir(path):
+        if _TEMP_DIR.match(name) and os.path.isdir(path):
             log.warning("removing %s, left by an interrupted save", path)
             shutil.rmtree(path, ignore_errors=True)
+        elif _TEMP_FILE.match(name) and os.path.isfile(path):
+            log.warning("removing %s, left by an interrupted write", path)
+            os.remove(path)
 
 
 @dataclass(frozen=True)
