@@ -50,7 +50,8 @@ def make_pipeline(
     """
     prefix = "train_input" if train else "eval_input"
     with tf1.name_scope(prefix):
-        images_ph = tf1.placeholder(tf.uint8, [None, *IMAGE_SHAPE], name="images")
+        pixels = images.dtype == np.uint8  # else float images, already scaled (trainer.data.sources.checked_images)
+        images_ph = tf1.placeholder(tf.uint8 if pixels else tf.float32, [None, *IMAGE_SHAPE], name="images")
         labels_ph = tf1.placeholder(tf.int64, [None], name="labels")
         ds = tf.data.Dataset.from_tensor_slices((images_ph, labels_ph))
         skip = None
@@ -66,7 +67,8 @@ def make_pipeline(
             ds = ds.batch(batch_size)
 
         def to_features(x, y):
-            x = tf.cast(tf.expand_dims(x, -1), tf.float32) / 255.0
+            x = tf.cast(tf.expand_dims(x, -1), tf.float32)
+            x = x / 255.0 if pixels else x
             return {feature_key: x}, y
 
         ds = ds.map(to_features, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

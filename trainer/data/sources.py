@@ -43,7 +43,8 @@ _IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">
 
 @dataclass(frozen=True)
 class Arrays:
-    """One dataset in memory: uint8 images [N, 28, 28] and int64 labels [N] per split."""
+    """One dataset in memory: images [N, 28, 28] (uint8 pixels, or float32 already scaled) and int64
+    labels [N] per split."""
 
     train_x: np.ndarray
     train_y: np.ndarray
@@ -108,8 +109,54 @@ def load_idx_dir(folder: str) -> Arrays:
             raise DataError(f"data.path: {images_path} holds {images.dtype} images of shape {images.shape[1:]}, not 28x28 uint8")
         if labels.ndim != 1 or len(labels) != len(images):
             raise DataError(f"data.path: {labels_path} has {labels.shape} labels for {len(images)} images in {images_path}")
-        arrays[split] = (images, labels.astype(np.int64))
+        arrays[split] = (images, checked_labels(labels, f"data.path: {labels_path}"))
     return Arrays(arrays["train"][0], arrays["train"][1], arrays["test"][0], arrays["test"][1])
+
+
+def checked_images(images: np.ndarray, where: str) -> np.ndarray:
+    """``images`` as the pipelines take them, never silently changed: uint8 pixels (scaled to [0, 1]
+    by the pipeline), other integers losslessly as uint8 when they are all in 0..255, floats as
+    float32 used as they are (already scaled).
+
+    Raises:
+      DataError: integers outside 0..255, NaN or Inf, or another dtype.
+    """
+    if images.dtype == np.uint8:
+        return images
+    if np.issubdtype(images.dtype, np.integer) or images.dtype == np.bool_:
+        low, high = (int(images.min()), int(images.max())) if images.size else (0, 0)
+        if low < 0 or high > 255:
+            raise DataError(f"{where}: {images.dtype} pixels range over [{low}, {high}]; give uint8 pixels 0..255, "
+                            "or floats already scaled as the model wants them")
+        return images.astype(np.uint8)
+    if np.issubdtype(images.dtype, np.floating):
+        if images.size and not np.isfinite(images).all():
+            raise DataError(f"{where}: the {images.dtype} images hold NaN or Inf values; fix or drop those images")
+        if images.size:
+            log.info("%s: %s images are fed as they are (values in [%.3g, %.3g]), not rescaled", where,
+                     images.dtype, float(images.min()), float(images.max()))
+        return images.astype(np.float32, copy=False)
+    raise DataError(f"{where}: images of dtype {images.dtype}; give uint8 pixels 0..255 or float images")
+
+
+def checked_labels(labels: np.ndarray, where: str) -> np.ndarray:
+    """``labels`` as int64 class ids in [0, NUM_CLASSES), refused rather than cast when they are not.
+
+    Raises:
+      DataError: fractional, negative or too large labels.
+    """
+    if labels.size and not (np.issubdtype(labels.dtype, np.integer) or np.issubdtype(labels.dtype, np.floating)):
+        raise DataError(f"{where}: labels of dtype {labels.dtype}; give integer class ids 0..{NUM_CLASSES - 1}")
+    if labels.size and np.issubdtype(labels.dtype, np.floating):
+        if not np.isfinite(labels).all() or not np.array_equal(labels, np.round(labels)):
+            raise DataError(f"{where}: the {labels.dtype} labels are not all whole numbers; give integer class ids "
+                            f"0..{NUM_CLASSES - 1}")
+    if labels.size:
+        low, high = labels.min(), labels.max()
+        if low < 0 or high >= NUM_CLASSES:
+            raise DataError(f"{where}: labels range over [{low:g}, {high:g}], outside the {NUM_CLASSES} classes "
+                            f"0..{NUM_CLASSES - 1}")
+    return labels.astype(np.int64)
 
 
 def load_npz(path: str) -> Arrays:
@@ -119,7 +166,7 @@ def load_npz(path: str) -> Arrays:
             missing = {"x_train", "y_train", "x_test", "y_test"} - set(f.files)
             if missing:
                 raise DataError(f"data.path: {path} lacks {sorted(missing)}; use Keras' mnist.npz format")
-            arrays = Arrays(f["x_train"], f["y_train"].astype(np.int64), f["x_test"], f["y_test"].astype(np.int64))
+            arrays = Arrays(f["x_train"], f["y_train"], f["x_test"], f["y_test"])
     except DataError:
         raise
     except Exception as e:  # zipfile.BadZipFile, ValueError, OSError, EOFError: all "does not parse"
@@ -127,7 +174,9 @@ def load_npz(path: str) -> Arrays:
     for name, x, y in (("train", arrays.train_x, arrays.train_y), ("test", arrays.test_x, arrays.test_y)):
         if x.ndim != 3 or x.shape[1:] != IMAGE_SHAPE or len(x) != len(y):
             raise DataError(f"data.path: {path} {name} split has images {x.shape} and labels {y.shape}; expected [N, 28, 28] and [N]")
-    return Arrays(arrays.train_x.astype(np.uint8), arrays.train_y, arrays.test_x.astype(np.uint8), arrays.test_y)
+    where = f"data.path={path}"
+    return Arrays(checked_images(arrays.train_x, f"{where} x_train"), checked_labels(arrays.train_y, f"{where} y_train"),
+                  checked_images(arrays.test_x, f"{where} x_test"), checked_labels(arrays.test_y, f"{where} y_test"))
 
 
 def load_path(path: str) -> Arrays:
@@ -284,7 +333,7 @@ def load_prediction_input(path: str) -> np.ndarray:
         images = images[..., 0]
     if images.shape[1:] != IMAGE_SHAPE:
         raise DataError(f"predict.input={path}: images of shape {images.shape[1:]}, expected 28x28")
-    return images.astype(np.uint8)
+    return checked_images(images, f"predict.input={path}")
 
 
 def check_training_arrays(arrays: Optional[Arrays], batch_size: int) -> None:
