@@ -40,7 +40,7 @@ def test_nan_stops_naming_the_step_and_keeps_the_last_good_checkpoint(make_cfg, 
 
 @pytest.mark.parametrize("session", BACKENDS)
 def test_nan_skip_step_leaves_the_weights_unchanged(make_cfg, tmp_path, session):
-    metrics = run(make_cfg(f"session={session}", "model.fn=user_models.nan_after_5", "train.on_nan=skip_step",
+    metrics = run(make_cfg(f"session={session}", "model.fn=user_models.nan_after_5", "train.on_nan=skip_step", "train.max_skipped_steps=20",
                            "checkpoint.every_steps=5"), str(tmp_path))
     assert metrics["global_step"] == 20
     ckpt = tmp_path / "checkpoints"
@@ -300,3 +300,43 @@ def test_kill_9_at_three_steps_resumes_bitwise_equal(tmp_path):
     assert a.keys() == b.keys()
     for name in a:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+# --- NaN guards: the model's state, the gradients, runs that learn nothing --------------------------
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_a_skipped_nan_step_leaves_batch_norm_statistics_alone(make_cfg, tmp_path, session):
+    cfg = make_cfg(f"session={session}", "model=model_fn", "model.fn=user_models.batchnorm_nan_at_5",
+                   "train.on_nan=skip_step", "checkpoint.every_steps=4")
+    assert run(cfg, str(tmp_path))["global_step"] == 20
+    for step in (4, 8, 20):
+        saved = weights(tmp_path / "checkpoints" / f"model.ckpt-{step}")
+        assert all(np.isfinite(v).all() for v in saved.values()), step
+    # Steps 1-4 moved the statistics; step 5 (skipped) left them as step 4 did, so steps 6-8 resume from there.
+    before, after = weights(tmp_path / "checkpoints" / "model.ckpt-4"), weights(tmp_path / "checkpoints" / "model.ckpt-8")
+    assert not np.array_equal(before["bn/moving_mean"], after["bn/moving_mean"])
+
+
+def test_an_infinite_gradient_with_a_finite_loss_is_caught(make_cfg, tmp_path):
+    cfg = make_cfg("model=model_fn", "model.fn=user_models.infinite_gradient_at_5", "checkpoint.every_steps=4")
+    with pytest.raises(NanLossError, match=r"at step 6.*checkpoints kept: model.ckpt-0, model.ckpt-4; "
+                                           r"the latest, model.ckpt-4, has finite weights"):
+        run(cfg, str(tmp_path))
+    assert latest_step(tmp_path / "checkpoints") == 4
+
+
+def test_skipping_nan_steps_fails_after_max_skipped_steps_in_a_row(make_cfg, tmp_path):
+    cfg = make_cfg("model=model_fn", "model.fn=user_models.always_nan", "train.on_nan=skip_step",
+                   "train.max_skipped_steps=5")
+    with pytest.raises(NanLossError, match="5 steps in a row up to step 5"):
+        run(cfg, str(tmp_path))
+    assert json.loads((tmp_path / "metrics.json").read_text())["status"] == "failed"
+
+
+def test_a_run_whose_every_step_was_skipped_is_not_finished(make_cfg, tmp_path):
+    cfg = make_cfg("model=model_fn", "model.fn=user_models.always_nan", "train.on_nan=skip_step",
+                   "train.max_skipped_steps=100", "train.max_steps=8")
+    with pytest.raises(NanLossError, match=r"every step of this run \(8\) was NaN or Inf"):
+        run(cfg, str(tmp_path))
+    assert json.loads((tmp_path / "metrics.json").read_text())["status"] == "failed"

@@ -115,3 +115,34 @@ def no_accuracy(features, labels, mode):
     """A model with no accuracy metric at all (a regression-like eval: the loss only)."""
     spec, _ = _linear_classifier(features, labels, mode)
     return spec._replace(eval_metric_ops={}) if mode == "eval" else spec
+
+
+def _at_step(step_value):
+    step = tf1.train.get_or_create_global_step()
+    return tf.equal(step, step_value)
+
+
+def batchnorm_nan_at_5(features, labels, mode):
+    """Batch norm whose input turns NaN at global step 5: the moving statistics would take the NaN."""
+    x = tf1.layers.flatten(features["x"])
+    if mode == "train":
+        x = x * tf.where(_at_step(5), float("nan"), 1.0)
+    x = tf1.layers.batch_normalization(x, training=mode == "train", name="bn")
+    return classifier_spec(tf1.layers.dense(x, 10), labels, mode)
+
+
+def infinite_gradient_at_5(features, labels, mode):
+    """A finite loss whose gradient is infinite at global step 5 (sqrt at 0)."""
+    layer = tf1.layers.Dense(10, name="out")
+    spec = classifier_spec(layer(tf1.layers.flatten(features["x"])), labels, mode)
+    if mode != "train":
+        return spec
+    kernel = layer.kernel
+    scale = tf.where(_at_step(5), 0.0, 1.0)
+    return spec._replace(loss=spec.loss + 1e-3 * tf.sqrt(scale * tf.reduce_sum(tf.square(kernel))))
+
+
+def always_nan(features, labels, mode):
+    logits = tf1.layers.dense(tf1.layers.flatten(features["x"]), 10)
+    spec = classifier_spec(logits, labels, mode)
+    return spec._replace(loss=spec.loss * float("nan")) if mode == "train" else spec

@@ -160,7 +160,8 @@ class TrainConfig:
     batch_size: int = 100
     seed: Optional[int] = 0  # graph-level seed and shuffle seed; null: nondeterministic
     deterministic: bool = False  # tf.config.experimental.enable_op_determinism(): bitwise-exact resumption
-    on_nan: OnNan = OnNan.stop  # what a NaN or Inf loss does
+    on_nan: OnNan = OnNan.stop  # what a NaN or Inf loss (or gradient norm) does
+    max_skipped_steps: int = 10  # on_nan=skip_step: fail after this many skipped steps in a row
     stalled_steps_limit: int = 100  # fail when the global step stays the same this many steps in a row; 0: off
 
 

@@ -111,7 +111,8 @@ def make_training_hooks(cfg, graph, user: UserHooks, parts: RunParts, cluster=No
                          listeners=[h for h in user.every + user.chief if hasattr(h, "on_eval")],
                          skip_final=lambda: preemption.signum is not None, source=parts.eval_source)
     chief = [
-        NanGuardHook(graph.loss_is_finite, graph.step_after, cfg.train.on_nan, cfg.checkpoint.dir),
+        NanGuardHook(graph.loss_is_finite, graph.step_after, cfg.train.on_nan, cfg.checkpoint.dir,
+                     cfg.train.max_skipped_steps),
         _checkpoint_saver(cfg, graph, user.listeners),
         MetricsHook(graph.loss, graph.global_step, graph.step_after, cfg.log.every_steps, metrics),
         eval_hook,

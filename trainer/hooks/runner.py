@@ -6,6 +6,7 @@ import logging
 import os
 import time
 
+import numpy as np
 import tensorflow as tf
 
 from trainer.errors import NanLossError, TrainingError
@@ -86,36 +87,75 @@ class MetricsHook(tf1.train.SessionRunHook):
 
 
 class NanGuardHook(tf1.train.SessionRunHook):
-    """Acts on a NaN or Inf loss before any other hook sees the step (it runs first).
+    """Acts on a NaN or Inf step (loss, or the gradients' norm for the runner's train op) before any
+    other hook sees it (it runs first).
 
-    ``stop`` raises NanLossError naming the step, so no checkpoint of that step is
-    written and the latest one stays the last good state; ``skip_step`` logs the
-    skipped step (the runner's guarded train_op left the weights unchanged).
+    ``stop`` raises NanLossError naming the step, so no checkpoint of that step is written; the
+    message lists the checkpoints kept and how large the latest one's weights are, since a
+    diverging run can save finite but huge weights just before the NaN. ``skip_step`` logs the
+    skipped step (the guarded train_op left the weights and the model's state unchanged) and
+    fails after ``max_skipped`` skipped steps in a row, or when no step of the run was applied.
     """
 
-    def __init__(self, loss_is_finite, step_after, on_nan: str, checkpoint_dir: str):
+    def __init__(self, loss_is_finite, step_after, on_nan: str, checkpoint_dir: str, max_skipped: int = 10):
         self._fetches = {"finite": loss_is_finite, "step": step_after}
         self._on_nan = on_nan
         self._dir = checkpoint_dir
+        self._max_skipped = max(1, int(max_skipped))
         self.skipped = 0
+        self._in_a_row = 0
+        self._applied = 0
 
     def before_run(self, run_context):
         return tf1.train.SessionRunArgs(self._fetches)
 
     def after_run(self, run_context, run_values):
         if run_values.results["finite"]:
+            self._applied += 1
+            self._in_a_row = 0
             return
         step = int(run_values.results["step"])
         if self._on_nan == "skip_step":
             self.skipped += 1
-            log.warning("step %d: the loss is NaN or Inf; its update was skipped (%d skipped so far)", step, self.skipped)
+            self._in_a_row += 1
+            log.warning("step %d: the loss or the gradients are NaN or Inf; its update was skipped (%d skipped so far)",
+                        step, self.skipped)
+            if self._in_a_row >= self._max_skipped:
+                raise NanLossError(
+                    f"train.on_nan=skip_step: {self._in_a_row} steps in a row up to step {step} were NaN or Inf "
+                    f"(train.max_skipped_steps={self._max_skipped}); the weights were left as they were; {self._kept()}; "
+                    "lower optimizer.learning_rate or check the input")
             return
-        latest = tf.train.latest_checkpoint(self._dir)
         raise NanLossError(
-            f"train.on_nan=stop: the loss is NaN or Inf at step {step}; the latest checkpoint "
-            f"({os.path.basename(latest) if latest else 'none'}) holds the last good state and was not overwritten; "
-            "lower optimizer.learning_rate, or set train.on_nan=skip_step"
-        )
+            f"train.on_nan=stop: the loss or the gradients are NaN or Inf at step {step}; no checkpoint of it was "
+            f"written; {self._kept()}; lower optimizer.learning_rate, or set train.on_nan=skip_step")
+
+    def end(self, session):
+        if self.skipped and not self._applied:
+            raise NanLossError(
+                f"train.on_nan=skip_step: every step of this run ({self.skipped}) was NaN or Inf and skipped; nothing "
+                f"was learned; {self._kept()}; lower optimizer.learning_rate or check the input")
+
+    def _kept(self) -> str:
+        """The checkpoints kept, the latest one's largest weight: what the user restarts from."""
+        state = tf1.train.get_checkpoint_state(self._dir)
+        paths = list(state.all_model_checkpoint_paths) if state else []
+        if not paths:
+            return "no checkpoint was saved yet"
+        names = ", ".join(os.path.basename(p) for p in paths)
+        try:
+            reader = tf.train.load_checkpoint(paths[-1])
+            largest = max((float(np.max(np.abs(value))) for name in reader.get_variable_to_shape_map()
+                           if (value := reader.get_tensor(name)).dtype.kind == "f" and value.size), default=0.0)
+        except Exception:  # an unreadable checkpoint is reported by the next run
+            return f"checkpoints kept: {names}"
+        if not np.isfinite(largest):
+            verdict = "holds NaN or Inf weights: restart from an earlier one"
+        elif largest > 1e6:
+            verdict = f"holds weights as large as {largest:.3g}: the run may have diverged before it; an earlier one is safer"
+        else:
+            verdict = f"has finite weights (largest {largest:.3g})"
+        return f"checkpoints kept: {names}; the latest, {os.path.basename(paths[-1])}, {verdict}"
 
 
 class TrainingSummaryHook(tf1.train.SessionRunHook):

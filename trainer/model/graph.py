@@ -67,7 +67,7 @@ class TrainGraph:
     step_before: object  # the global step read before this run's update (exact for the runner's train op)
     step_after: object  # the global step read once this run's train op is done: the step a hook reports
     loss: object  # the training loss, also reachable by the name "loss"
-    loss_is_finite: object
+    loss_is_finite: object  # the step was finite: the loss (and, for the runner's train op, the gradient norm)
     train_op: object
     train_input: Pipeline
     evaluation: Optional[EvalGraph]  # the evaluation sharing this graph; None: each one builds its own
@@ -147,9 +147,9 @@ def _train_part(model: _Model, train_input, global_step, sync):
                               "runner cannot guard; use train.on_nan=stop or return no train_op")
         return spec, loss, loss_is_finite, step_before, spec.train_op, None
     with tf.control_dependencies([step_before]):
-        train_op, sync_optimizer = make_train_op(cfg.optimizer, spec.loss, global_step,
-                                                 tf1.get_collection(tf1.GraphKeys.UPDATE_OPS), loss_is_finite, sync)
-    return spec, loss, loss_is_finite, step_before, train_op, sync_optimizer
+        train_op, sync_optimizer, step_ok = make_train_op(
+            cfg.optimizer, spec.loss, global_step, tf1.get_collection(tf1.GraphKeys.UPDATE_OPS), loss_is_finite, sync)
+    return spec, loss, step_ok, step_before, train_op, sync_optimizer
 
 
 def _step_after(train_op, global_step):

@@ -1,10 +1,15 @@
-"""The runner's train op: the optimizer from config, guarded so a NaN step never reaches the weights."""
+"""The runner's train op: the optimizer from config, guarded so a NaN step never reaches the weights
+nor the model's other state (batch-norm statistics)."""
+
+import logging
+from typing import List
 
 import tensorflow as tf
 
 from trainer.config.targets import instantiate
 
 tf1 = tf.compat.v1
+log = logging.getLogger("trainer")
 
 
 def make_optimizer(optimizer_cfg):
@@ -12,16 +17,41 @@ def make_optimizer(optimizer_cfg):
     return instantiate(optimizer_cfg, f"optimizer._target_={optimizer_cfg._target_}")
 
 
+def _as_op(op_or_tensor):
+    return op_or_tensor if isinstance(op_or_tensor, tf.Operation) else op_or_tensor.op
+
+
+def _snapshot_before(update_ops: List, global_step) -> List:
+    """(variable, its value read before ``update_ops`` change it) for the model's non-trainable state:
+    what a skipped step puts back. The update ops are made to wait for the reads."""
+    trainable = {v.ref() for v in tf1.trainable_variables()}
+    state = [v for v in tf1.global_variables()
+             if v.ref() not in trainable and v.ref() != global_step.ref() and v.dtype.base_dtype.is_floating]
+    if not state or not update_ops:
+        return []
+    with tf1.name_scope("state_before_step"):
+        before = [(v, tf.identity(v.read_value())) for v in state]
+    reads = [value.op for _, value in before]
+    for op in {_as_op(u) for u in update_ops}:
+        try:
+            op._add_control_inputs(reads)  # noqa: SLF001  (TF1 graphs: order ops built by the model_fn)
+        except (ValueError, TypeError) as e:  # an update op inside a control-flow context
+            log.warning("train.on_nan: cannot order the update op %s after the state snapshot (%s); a skipped "
+                        "step may still change it", op.name, e)
+    return before
+
+
 def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, sync=None):
-    """``optimizer.minimize`` after the model's update ops (batch-norm statistics), guarded:
-    a step whose loss is NaN or Inf only advances the global step, so bad values never
-    reach the weights (or a checkpoint).
+    """``optimizer.minimize`` after the model's update ops (batch-norm statistics), guarded: a step
+    whose loss or gradient norm is NaN or Inf only advances the global step; the weights, the
+    optimizer's slots and the model's update-op state (read before the step) stay as they were,
+    so bad values never reach a checkpoint.
 
     ``sync`` = (replicas_to_aggregate, total_num_replicas) wraps the optimizer in
     SyncReplicasOptimizer (unguarded: its queues cannot live in a cond branch).
 
     Returns:
-      (train_op, the SyncReplicasOptimizer or None).
+      (train_op, the SyncReplicasOptimizer or None, a bool tensor: the step was applied).
     """
     optimizer = make_optimizer(optimizer_cfg)
     if sync is not None:
@@ -29,12 +59,18 @@ def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, 
                                                     total_num_replicas=sync[1])
         with tf.control_dependencies(update_ops):
             grads_and_vars = optimizer.compute_gradients(loss)
-        return optimizer.apply_gradients(grads_and_vars, global_step=global_step), optimizer
+        return optimizer.apply_gradients(grads_and_vars, global_step=global_step), optimizer, loss_is_finite
+    before = _snapshot_before(update_ops, global_step)
     with tf.control_dependencies(update_ops):
         grads_and_vars = optimizer.compute_gradients(loss)
-    return tf1.cond(
-        loss_is_finite,
-        lambda: optimizer.apply_gradients(grads_and_vars, global_step=global_step),
-        lambda: tf.group(tf1.assign_add(global_step, 1)),
-        name="train_op",
-    ), None
+    grads = [g for g, _ in grads_and_vars if g is not None]
+    grads_finite = tf.math.is_finite(tf.linalg.global_norm(grads)) if grads else tf.constant(True)
+    step_ok = tf.logical_and(loss_is_finite, grads_finite, name="step_is_finite")
+
+    def skip():
+        restore = [v.assign(value, read_value=False) for v, value in before]
+        return tf.group(tf1.assign_add(global_step, 1), *restore)
+
+    train_op = tf1.cond(step_ok, lambda: optimizer.apply_gradients(grads_and_vars, global_step=global_step), skip,
+                        name="train_op")
+    return train_op, None, step_ok
