@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import TRAIN, dir_state as files, latest_step, wait_for_step as _wait_for_step, weights
+from helpers import TRAIN, ckpt_steps, dir_state as files, latest_step, wait_for_step as _wait_for_step, weights
 from trainer import run
 from trainer.errors import CheckpointError, CheckpointLockedError, NanLossError, RecoveryLimitError
 
@@ -60,6 +60,27 @@ def test_an_error_in_the_loop_saves_the_last_state(make_cfg, tmp_path, session, 
         run(make_cfg(f"session={session}", "+hooks.fail={_target_: user_hooks.FailAt, step: 7}"), str(tmp_path))
     assert latest_step(tmp_path / "checkpoints") == 7
     assert any("saved the last state before the error" in r.getMessage() for r in caplog.records)
+
+
+def test_the_exit_checkpoint_pushes_no_older_checkpoint_out(make_cfg, tmp_path):
+    with pytest.raises(RuntimeError, match="planted failure"):
+        run(make_cfg("checkpoint.every_steps=2", "checkpoint.keep=2",
+                     "+hooks.fail={_target_: user_hooks.FailAt, step: 7}"), str(tmp_path))
+    ckpt = tmp_path / "checkpoints"
+    assert ckpt_steps(ckpt) == [4, 6, 7]  # keep=2 rotation of the run's saves, plus the exit checkpoint
+    state = tf.train.get_checkpoint_state(str(ckpt))
+    assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == ["model.ckpt-4", "model.ckpt-6",
+                                                                              "model.ckpt-7"]
+    assert run(make_cfg("checkpoint.every_steps=2", "checkpoint.keep=2"), str(tmp_path))["start_step"] == 7
+
+
+def test_a_state_holding_nan_is_not_saved_at_the_error(make_cfg, tmp_path, caplog):
+    # A user hook stops the run on purpose (it saw divergence); the state already holds NaN.
+    with pytest.raises(RuntimeError, match="planted failure"):
+        run(make_cfg("model=model_fn", "model.fn=user_models.poisons_a_variable_from_5", "checkpoint.every_steps=4",
+                     "+hooks.fail={_target_: user_hooks.FailAt, step: 7}"), str(tmp_path))
+    assert latest_step(tmp_path / "checkpoints") == 4
+    assert "not saving the state at the error: it holds NaN or Inf values" in caplog.text
 
 
 def test_recoveries_are_bounded_and_logged(make_cfg, tmp_path, caplog):

@@ -146,3 +146,17 @@ def always_nan(features, labels, mode):
     logits = tf1.layers.dense(tf1.layers.flatten(features["x"]), 10)
     spec = classifier_spec(logits, labels, mode)
     return spec._replace(loss=spec.loss * float("nan")) if mode == "train" else spec
+
+
+def poisons_a_variable_from_5(features, labels, mode):
+    """Its own train op writes NaN into a variable the loss does not read, from global step 5 on:
+    the loss stays finite while the state is already bad."""
+    spec, optimizer = _linear_classifier(features, labels, mode)
+    if mode != "train":
+        return spec
+    spare = tf1.get_variable("spare", [], initializer=tf1.zeros_initializer())
+    step = tf1.train.get_global_step()
+    train_op = optimizer.minimize(spec.loss, global_step=step)
+    with tf.control_dependencies([train_op]):
+        poison = spare.assign(tf.where(step >= 5, float("nan"), 0.0))
+    return spec._replace(train_op=tf.group(train_op, poison))

@@ -86,12 +86,24 @@ def _save(save_state, sess) -> None:
 
 
 def checkpoint_saver(graph, checkpoint_dir: str) -> Callable:
-    """``save_state`` for :func:`run_loop`: the session's variables as a checkpoint of its global step."""
+    """``save_state`` for :func:`run_loop`: the session's variables as a checkpoint of its global
+    step, when they are all finite (a diverged state is not saved over the last good one), written
+    without deleting any older checkpoint (``checkpoint.keep`` rotation is for the run's own saves)."""
 
     def save(sess):
         def write(raw_session):
-            path = graph.saver.save(raw_session, os.path.join(checkpoint_dir, "model.ckpt"),
-                                    global_step=graph.global_step)
+            if not raw_session.run(graph.weights_finite):
+                latest = tf.train.latest_checkpoint(checkpoint_dir)
+                log.warning("not saving the state at the error: it holds NaN or Inf values; the latest checkpoint "
+                            "stays %s", latest or "none")
+                return
+            state = tf.compat.v1.train.get_checkpoint_state(checkpoint_dir)
+            kept = [os.path.basename(p) for p in state.all_model_checkpoint_paths] if state else []
+            path = graph.exit_saver.save(raw_session, os.path.join(checkpoint_dir, "model.ckpt"),
+                                         global_step=graph.global_step, write_state=False)
+            name = os.path.basename(path)
+            names = [n for n in kept if n != name] + [name]
+            tf.compat.v1.train.update_checkpoint_state(checkpoint_dir, name, all_model_checkpoint_paths=names)
             log.warning("saved the last state before the error: %s", path)
 
         if hasattr(sess, "raw_session"):
