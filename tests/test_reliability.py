@@ -172,6 +172,18 @@ def test_another_model_name_is_refused(make_cfg, tmp_path):
     assert files(ckpt) == before
 
 
+@pytest.mark.parametrize("optimizer", ["sgd", "momentum"])
+def test_changing_the_optimizer_on_resume_is_refused_and_the_checkpoint_kept(make_cfg, tmp_path, optimizer):
+    run(make_cfg(), str(tmp_path))  # adam
+    ckpt = tmp_path / "checkpoints"
+    before = files(ckpt)
+    with pytest.raises(CheckpointError, match=r"trained with optimizer._target_=.*AdamOptimizer.*unexpected.*Adam.*"
+                                              r"keeps its optimizer.*init_from.checkpoint"):
+        run(make_cfg(f"optimizer={optimizer}", "train.max_steps=30"), str(tmp_path))
+    assert files(ckpt) == before
+    assert run(make_cfg("train.max_steps=30"), str(tmp_path))["start_step"] == 20  # the original command goes on
+
+
 def test_learning_rate_change_is_allowed_and_logged(make_cfg, tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="trainer")
     run(make_cfg(), str(tmp_path))

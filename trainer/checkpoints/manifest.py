@@ -45,7 +45,8 @@ def check_compatible(path: str, graph, checkpoint_dir: str, model_name: str, gra
     Config changes that do not shape the graph are allowed and logged.
 
     Raises:
-      CheckpointError: another model, or variables missing, reshaped or retyped (a readable diff).
+      CheckpointError: another model or optimizer: variables missing, unexpected, reshaped or retyped
+        (a readable diff).
     """
     wanted = graph_variables(graph)
     hint = "use init_from.checkpoint to warm start from it, or another checkpoint.dir"
@@ -64,9 +65,18 @@ def check_compatible(path: str, graph, checkpoint_dir: str, model_name: str, gra
         stored = {name: [shape] for name, shape in tf.train.list_variables(path)}
     except Exception as e:
         raise CheckpointError(f"checkpoint {path} is unreadable ({type(e).__name__}); restore its files or use another checkpoint.dir") from None
-    problems = [p for p in _diff(stored, wanted) if not p.startswith("unexpected")]
-    if problems:
-        raise CheckpointError(f"checkpoint.dir={checkpoint_dir} holds another model ({'; '.join(problems)}); {hint}")
+    problems = _diff(stored, wanted)
+    if not problems:
+        return
+    was = (manifest.get("graph_config") or {}).get("optimizer._target_") if manifest else None
+    now = graph_config.get("optimizer._target_")
+    if was and now and was != now:
+        # The checkpoint holds the old optimizer's state (slots, step counters): resuming with another
+        # would drop it and save over the checkpoint without it.
+        raise CheckpointError(
+            f"checkpoint.dir={checkpoint_dir} was trained with optimizer._target_={was}, this run has {now} "
+            f"({'; '.join(problems)}); a resumed run keeps its optimizer: set it back, or {hint}")
+    raise CheckpointError(f"checkpoint.dir={checkpoint_dir} holds another model ({'; '.join(problems)}); {hint}")
 
 
 def read_manifest(checkpoint_dir: str) -> Dict:
