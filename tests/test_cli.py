@@ -63,13 +63,33 @@ def test_train_runs_resumes_and_continues(tmp_path):
     (["train.max_steps=-5"], "train.max_steps=-5"),
     (["train.max_stepz=3"], "max_stepz"),
     (["checkpoint.every_secs=10"], "set only one"),
-    (["resume=/nonexistent/run"], "resume=/nonexistent/run"),
+    (["resume=outputs/nonexistent"], "resume=outputs/nonexistent: no such directory"),
+    (["resume=."], "not a run dir"),
 ])
 def test_bad_config_is_one_line_exit_2(tmp_path, args, fragment):
     proc = train(tmp_path, *args)
     assert proc.returncode == 2, proc.stderr
     assert fragment in error_line(proc)
-    assert not (tmp_path / "outputs").exists() or args[0].startswith("resume=")
+    assert sorted(os.listdir(tmp_path)) == []  # no dir made, no .hydra written into a dir that is not a run
+
+
+def test_a_refused_resume_leaves_the_run_dir_record_as_it_was(tmp_path):
+    assert train(tmp_path, *SMALL, "train.max_steps=5").returncode == 0
+    record = tmp_path / RUN_NAME / ".hydra"
+    before = {name: (record / name).read_text() for name in ("overrides.yaml", "config.yaml")}
+    refused = train(tmp_path, f"resume={RUN_NAME}", "model=mlp", "train.max_steps=10")  # another model: exit 3
+    assert refused.returncode == 3, refused.stderr
+    assert {name: (record / name).read_text() for name in before} == before
+    assert train(tmp_path, f"resume={RUN_NAME}", "train.max_steps=10").returncode == 0  # the plain resume still works
+
+
+def test_resume_keeps_every_added_hook(tmp_path):
+    hooks = ["+hook@hooks.nan=nan_tensor", "+hook@hooks.log=logging_tensor", "hooks.log.every_n_iter=2"]
+    assert train(tmp_path, *SMALL, *hooks, "train.max_steps=5").returncode == 0
+    resumed = train(tmp_path, f"resume={RUN_NAME}", "train.max_steps=10")
+    assert resumed.returncode == 0, resumed.stderr
+    hook_line = next(line for line in resumed.stdout.splitlines() if "hooks (all):" in line)
+    assert "NanTensorHook" in hook_line and "LoggingTensorHook" in hook_line, hook_line
 
 
 def test_missing_data_file_exit_2(tmp_path):

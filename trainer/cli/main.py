@@ -15,7 +15,7 @@ from trainer.cli.paths import register_resolvers
 from trainer.cli.preflight import preflight
 from trainer.cli.resume import resumed_config
 from trainer.config.schema import register_configs
-from trainer.errors import exit_now, exit_on_error
+from trainer.errors import CheckpointError, CheckpointLockedError, ConfigError, exit_now, exit_on_error
 from trainer.sweep.job import run_job
 
 register_configs()
@@ -32,8 +32,21 @@ def task(cfg) -> float:
         return run_job(cfg, hc)
 
     def job():
-        resumed = resumed_config(cfg.resume, list(hc.overrides.task)) if cfg.resume else cfg
-        return trainer.run(resumed, hc.runtime.output_dir).get("objective_value")
+        if not cfg.resume:
+            return trainer.run(cfg, hc.runtime.output_dir).get("objective_value")
+        resumed, record = resumed_config(cfg.resume, list(hc.overrides.task))
+        trains = str(resumed.mode) in ("train", "train_and_evaluate")
+        try:
+            result = trainer.run(resumed, hc.runtime.output_dir)
+        except (ConfigError, CheckpointError, CheckpointLockedError):
+            raise  # refused: the run dir's record stays as it was
+        except BaseException:
+            if trains:
+                record()  # it ran: a failure or a signal mid-run, resumed by the same command
+            raise
+        if trains:
+            record()
+        return result.get("objective_value")
 
     objective = exit_on_error(job)
     if cfg.distributed.kind in ("cluster", "tf_config"):

@@ -6,11 +6,13 @@ overrides here first turns each into one line naming the key and the fix, with
 exit status 2, before any output dir or TensorFlow work exists.
 """
 
+import os
 from typing import List
 
 from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import MissingConfigException
+from omegaconf import ListConfig, OmegaConf
 
 from trainer.config.rules import validate
 from trainer.errors import ConfigError, fail, full_errors
@@ -45,6 +47,29 @@ def one_line(exc: BaseException) -> str:
     return text
 
 
+def check_resumable(run_dir: str) -> None:
+    """``resume=`` names a run dir the train command made.
+
+    Raises:
+      ConfigError: it does not exist, is not a dir, or has no ``.hydra/overrides.yaml``.
+    """
+    saved = os.path.join(run_dir, ".hydra", "overrides.yaml")
+    if not os.path.isdir(run_dir):
+        raise ConfigError(f"resume={run_dir}: no such directory; give a run dir the train command made "
+                          "(e.g. outputs/NAME)")
+    if not os.path.isfile(saved):
+        raise ConfigError(f"resume={run_dir}: not a run dir (no {saved}); give a run dir the train command made "
+                          "(e.g. outputs/NAME)")
+    try:
+        loaded = OmegaConf.load(saved)
+    except Exception as e:
+        raise ConfigError(f"resume={run_dir}: {saved} does not parse ({type(e).__name__}); restore it, or start "
+                          "the run again with its overrides") from None
+    if not isinstance(loaded, ListConfig) or not all(isinstance(o, str) for o in loaded):
+        raise ConfigError(f"resume={run_dir}: {saved} is not a list of overrides; restore it, or start the run "
+                          "again with its overrides")
+
+
 def preflight(argv: List[str], config_module: str) -> None:
     """Compose and validate the overrides of a single run; exit 2 with one line if they are wrong."""
     if any(a.split("=", 1)[0] in _HYDRA_FLAGS for a in argv) or full_errors():
@@ -53,7 +78,9 @@ def preflight(argv: List[str], config_module: str) -> None:
     try:
         with initialize_config_module(config_module=config_module, version_base="1.3"):
             cfg = compose("config", overrides=overrides)
-            if not cfg.resume:
+            if cfg.resume:
+                check_resumable(cfg.resume)  # before Hydra makes the dir or writes .hydra/resume into it
+            else:
                 validate(cfg)
     except ConfigError as e:
         fail(str(e), ConfigError.exit_code)
