@@ -64,6 +64,8 @@ def test_train_runs_resumes_and_continues(tmp_path):
     (["train.max_stepz=3"], "max_stepz"),
     (["checkpoint.every_secs=10"], "set only one"),
     (["resume=outputs/nonexistent"], "resume=outputs/nonexistent: no such directory"),
+    (["model=mlp", "model.params.hidden_units=[abc]"], "model.params.hidden_units"),
+    (["model=mlp", "+model.params.hiden=3"], "model.params.hiden: model=mlp has no such param"),
     (["resume=."], "not a run dir"),
 ])
 def test_bad_config_is_one_line_exit_2(tmp_path, args, fragment):

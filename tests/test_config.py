@@ -121,3 +121,26 @@ def test_gpu_slot_picks_one_gpu_per_job(make_cfg):
     assert session_config(cfg.device, "gpu", num_gpus=4).gpu_options.visible_device_list == "1"
     assert session_config(cfg.device, "gpu", num_gpus=4).gpu_options.allow_growth
     assert session_config(make_cfg("device=cpu").device, "cpu").device_count["GPU"] == 0
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["model=mlp", "+model.params.hiden_units=[8]"], "model.params.hiden_units: model=mlp has no such param"),
+    (["model=mnist", "+model.params.hidden_units=[8]"], "model.params.hidden_units: model=mnist has no such param"),
+    (["optimizer.learning_rate=inf"], "optimizer.learning_rate=inf: must be a finite number"),
+    (["optimizer.learning_rate=nan"], "optimizer.learning_rate=nan: must be a finite number"),
+    (["train.max_steps=99999999999999999999"], "larger than TensorFlow's int64"),
+])
+def test_values_that_would_be_ignored_or_run_for_ever_are_refused(make_cfg, overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        validate(make_cfg(*overrides))
+
+
+def test_a_users_model_fn_keeps_free_form_params(make_cfg):
+    validate(make_cfg("model=model_fn", "model.fn=estimator_models.cnn_model_fn", "+model.params.anything=1"))
+
+
+def test_built_in_model_params_are_typed(make_cfg):
+    from hydra.errors import ConfigCompositionException
+
+    with pytest.raises(ConfigCompositionException, match="hidden_units"):
+        make_cfg("model=mlp", "model.params.hidden_units=[abc]")

@@ -219,3 +219,22 @@ def test_integer_pixels_in_range_are_kept_exactly(tmp_path):
     path = _npz_of(tmp_path / "ints.npz", images.astype(np.int64), np.arange(4), images, np.arange(4))
     loaded = data.load_npz(path)
     assert loaded.train_x.dtype == np.uint8 and np.array_equal(loaded.train_x, images)
+
+
+def test_bytes_that_are_not_an_npz_are_refused_without_pickle_advice(tmp_path):
+    path = tmp_path / "random.npz"
+    path.write_bytes(np.random.default_rng(0).bytes(4096))
+    with pytest.raises(DataError, match=f"data.path: {path}") as raised:
+        data.load_npz(str(path))
+    assert "allow_pickle" not in str(raised.value)
+
+
+def test_predict_input_errors_name_predict_input(tmp_path):
+    bad = tmp_path / "bad-images-idx3-ubyte"
+    bad.write_bytes(b"\x01\x02\x03\x04")
+    with pytest.raises(DataError, match=f"predict.input: {bad} is not an IDX file"):
+        data.load_prediction_input(str(bad))
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"not a zip")
+    with pytest.raises(DataError, match="predict.input"):
+        data.load_prediction_input(str(junk))

@@ -7,6 +7,8 @@ passes: it fills the run-dependent defaults and checks every rule.
 """
 
 import copy
+import dataclasses
+import math
 import os
 
 from omegaconf import OmegaConf
@@ -15,18 +17,39 @@ from trainer.dist.roles import check_distributed
 from trainer.errors import ConfigError
 
 
+INT64_MAX = 2**63 - 1  # TensorFlow's steps and counts are int64
+
+
 def _positive(key, value, allow_none=False, allow_zero=False):
     if value is None:
         if allow_none:
             return
         raise ConfigError(f"{key}=null: it needs a value; set {key}=N")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{key}={value}: must be a finite number; set {key}=N")
     if value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise ConfigError(f"{key}={value}: must be {bound}; set {key} to a number {bound}")
+    if value > INT64_MAX:
+        raise ConfigError(f"{key}={value}: larger than TensorFlow's int64 steps hold ({INT64_MAX}); set a smaller {key}")
+
+
+def _check_model_params(cfg) -> None:
+    """A built-in model's params are typed (``trainer.config.schema``): a key ``+`` added that the
+    model does not read is a typo, not a setting."""
+    kind = OmegaConf.get_type(cfg.model, "params")
+    if not dataclasses.is_dataclass(kind):
+        return  # model=model_fn: the user's own params
+    known = {f.name for f in dataclasses.fields(kind)}
+    unknown = sorted(set(cfg.model.params.keys()) - known)
+    if unknown:
+        raise ConfigError(f"model.params.{unknown[0]}: model={cfg.model.name} has no such param; it takes "
+                          f"{', '.join(sorted(known))}")
 
 
 def validate(cfg) -> None:
     """Raise ConfigError for the first rule ``cfg`` breaks."""
+    _check_model_params(cfg)
     if OmegaConf.is_missing(cfg.model, "fn"):
         raise ConfigError("model.fn is not set; give your model_fn as a dotted path, e.g. model.fn=my_pkg.my_module.model_fn")
     for key in ("train_fn", "eval_fn"):
@@ -73,8 +96,8 @@ def validate(cfg) -> None:
     if cfg.checkpoint.dir and os.path.isfile(os.path.expanduser(cfg.checkpoint.dir)):
         raise ConfigError(f"checkpoint.dir={cfg.checkpoint.dir} is a file; give a directory")
     lr = cfg.optimizer.get("learning_rate")
-    if lr is not None and not lr > 0:
-        raise ConfigError(f"optimizer.learning_rate={lr}: must be > 0; e.g. optimizer.learning_rate=1e-3")
+    if lr is not None and not (lr > 0 and math.isfinite(lr)):
+        raise ConfigError(f"optimizer.learning_rate={lr}: must be a finite number > 0; e.g. optimizer.learning_rate=1e-3")
     if not cfg.data.feature_key:
         raise ConfigError("data.feature_key is empty; set data.feature_key=x")
     if cfg.eval.direction not in ("auto", "maximize", "minimize"):

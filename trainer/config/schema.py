@@ -10,7 +10,7 @@ Environment (``device``, ``distributed``) is kept apart from schedule (``train``
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -73,6 +73,40 @@ class ModelConfig:
     name: str = MISSING  # recorded in metrics.json and the run name
     fn: str = MISSING  # dotted path of model_fn(features, labels, mode, params)
     params: Dict[str, Any] = field(default_factory=dict)  # passed to model_fn as `params`
+
+
+# The built-in models' params, typed: a misspelt `+model.params.<key>` or a value of the wrong type
+# fails at composition, naming the key (model=model_fn keeps free-form params).
+@dataclass
+class LinearParams:
+    feature_key: str = "x"
+    num_classes: int = 10
+
+
+@dataclass
+class MlpParams(LinearParams):
+    hidden_units: List[int] = field(default_factory=lambda: [128, 64])
+    dropout_rate: float = 0.0
+
+
+@dataclass
+class MnistParams(LinearParams):
+    dropout_rate: float = 0.4
+
+
+@dataclass
+class LinearModelConfig(ModelConfig):
+    params: LinearParams = field(default_factory=LinearParams)
+
+
+@dataclass
+class MlpModelConfig(ModelConfig):
+    params: MlpParams = field(default_factory=MlpParams)
+
+
+@dataclass
+class MnistModelConfig(ModelConfig):
+    params: MnistParams = field(default_factory=MnistParams)
 
 
 @dataclass
@@ -270,6 +304,9 @@ def register_configs() -> None:
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=Config)
     cs.store(group="model", name="base_model", node=ModelConfig)
+    cs.store(group="model", name="base_linear", node=LinearModelConfig)
+    cs.store(group="model", name="base_mlp", node=MlpModelConfig)
+    cs.store(group="model", name="base_mnist", node=MnistModelConfig)
     cs.store(group="data", name="base_data", node=DataConfig)
     cs.store(group="optimizer", name="base_sgd", node=SGDConfig)
     cs.store(group="optimizer", name="base_momentum", node=MomentumConfig)

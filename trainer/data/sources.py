@@ -18,7 +18,7 @@ from typing import Optional
 
 import numpy as np
 
-from trainer.errors import ConfigError, DataError
+from trainer.errors import ConfigError, DataError, first_line
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +55,8 @@ class Arrays:
 # --- file formats --------------------------------------------------------------------------
 
 
-def read_idx(path: str) -> np.ndarray:
-    """Read one IDX file (gzipped or not), checking its magic number and size.
+def read_idx(path: str, key: str = "data.path") -> np.ndarray:
+    """Read one IDX file (gzipped or not), checking its magic number and size; errors name ``key``.
 
     Raises:
       DataError: the file is not IDX, or is shorter or longer than its header says.
@@ -66,19 +66,19 @@ def read_idx(path: str) -> np.ndarray:
         with opener(path, "rb") as f:
             raw = f.read()
     except (OSError, EOFError) as e:
-        raise DataError(f"data.path: cannot read {path}: {e}; replace the file or point data.path elsewhere")
+        raise DataError(f"{key}: cannot read {path}: {e}; replace the file or point {key} elsewhere")
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES or raw[3] == 0:
-        raise DataError(f"data.path: {path} is not an IDX file (bad magic number); use MNIST-format IDX files")
+        raise DataError(f"{key}: {path} is not an IDX file (bad magic number); use MNIST-format IDX files")
     ndim = raw[3]
     header = 4 + 4 * ndim
     if len(raw) < header:
-        raise DataError(f"data.path: {path} is truncated (header); download it again")
+        raise DataError(f"{key}: {path} is truncated (header); download it again")
     dims = struct.unpack(">" + "I" * ndim, raw[4:header])
     dtype = np.dtype(_IDX_DTYPES[raw[2]])
     expected = int(np.prod(dims)) * dtype.itemsize
     if len(raw) - header != expected:
         raise DataError(
-            f"data.path: {path} holds {len(raw) - header} bytes of data, its header says {expected}; "
+            f"{key}: {path} holds {len(raw) - header} bytes of data, its header says {expected}; "
             "the file is truncated or corrupt, download it again"
         )
     return np.frombuffer(raw, dtype=dtype, offset=header).reshape(dims)
@@ -159,6 +159,13 @@ def checked_labels(labels: np.ndarray, where: str) -> np.ndarray:
     return labels.astype(np.int64)
 
 
+def npz_error(path: str, key: str, exc: BaseException) -> str:
+    """The one line for an ``.npz`` that does not load (numpy's own text would suggest allow_pickle)."""
+    if "pickle" in str(exc):
+        return f"{key}: cannot read {path} as .npz: it is not a zip of arrays (pickled data is never loaded); replace it"
+    return f"{key}: cannot read {path} as .npz ({type(exc).__name__}: {first_line(exc)}); replace it or point {key} elsewhere"
+
+
 def load_npz(path: str) -> Arrays:
     """Load Keras' ``mnist.npz`` (keys ``x_train``, ``y_train``, ``x_test``, ``y_test``)."""
     try:
@@ -170,7 +177,7 @@ def load_npz(path: str) -> Arrays:
     except DataError:
         raise
     except Exception as e:  # zipfile.BadZipFile, ValueError, OSError, EOFError: all "does not parse"
-        raise DataError(f"data.path: cannot read {path} as .npz ({type(e).__name__}: {e}); download it again")
+        raise DataError(npz_error(path, "data.path", e))
     for name, x, y in (("train", arrays.train_x, arrays.train_y), ("test", arrays.test_x, arrays.test_y)):
         if x.ndim != 3 or x.shape[1:] != IMAGE_SHAPE or len(x) != len(y):
             raise DataError(f"data.path: {path} {name} split has images {x.shape} and labels {y.shape}; expected [N, 28, 28] and [N]")
@@ -320,15 +327,18 @@ def load_prediction_input(path: str) -> np.ndarray:
     if not os.path.isfile(path):
         raise DataError(f"predict.input={path}: no such file; give an .npz (key x, images or x_test) or an IDX images file")
     if path.endswith(".npz"):
-        with np.load(path, allow_pickle=False) as f:
-            for key in ("x", "images", "x_test"):
-                if key in f.files:
-                    images = f[key]
-                    break
-            else:
-                raise DataError(f"predict.input={path}: no array named x, images or x_test; it has {f.files}")
+        try:
+            with np.load(path, allow_pickle=False) as f:
+                name = next((k for k in ("x", "images", "x_test") if k in f.files), None)
+                if name is None:
+                    raise DataError(f"predict.input={path}: no array named x, images or x_test; it has {f.files}")
+                images = f[name]
+        except DataError:
+            raise
+        except Exception as e:
+            raise DataError(npz_error(path, "predict.input", e)) from None
     else:
-        images = read_idx(path)
+        images = read_idx(path, "predict.input")
     if images.ndim == 4 and images.shape[-1] == 1:
         images = images[..., 0]
     if images.shape[1:] != IMAGE_SHAPE:
