@@ -86,3 +86,4 @@ def test_an_error_in_the_model_fn_names_the_user_code(tmp_path):
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert re.fullmatch(r"error: AttributeError: 'int' object has no attribute 'value' "
                         r"\(at user_models\.py:\d+ in raises_in_model_fn\).*", lines[-1]), lines[-1]
+    assert lines[-1] in (tmp_path / "train.log").read_text()  # the run's log says how it ended, too

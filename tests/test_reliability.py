@@ -156,6 +156,15 @@ def test_leftover_temp_dirs_are_cleaned(make_cfg, tmp_path):
     assert all(p.exists() for p in kept)
 
 
+def test_a_garbage_manifest_is_reported_and_written_again(make_cfg, tmp_path, caplog):
+    run(make_cfg(), str(tmp_path))
+    manifest = tmp_path / "checkpoints" / "manifest.json"
+    manifest.write_bytes(b"\x00not json")
+    assert run(make_cfg("train.max_steps=30"), str(tmp_path))["start_step"] == 20
+    assert "manifest.json does not parse" in caplog.text
+    assert json.loads(manifest.read_text())["model"] == "mlp"
+
+
 def test_checkpoint_dir_moved_elsewhere_still_resumes(make_cfg, tmp_path):
     run(make_cfg(), str(tmp_path / "a"))
     shutil.move(str(tmp_path / "a" / "checkpoints"), str(tmp_path / "moved"))

@@ -130,8 +130,21 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first_line(exc)}" + (f" (at {where})" if where else "")
 
 
+def _to_log_files(message: str) -> None:
+    """``message`` as an ERROR record in the run's log files (train.log), not on the console again."""
+    record = logging.LogRecord("trainer", logging.ERROR, __file__, 0, message, None, None)
+    for handler in logging.getLogger().handlers + logging.getLogger("trainer").handlers:
+        if isinstance(handler, logging.FileHandler):
+            try:
+                handler.handle(record)
+                handler.flush()
+            except Exception:
+                pass
+
+
 def fail(message: str, code: int):
-    """Print ``error: message`` on stderr and exit with ``code``."""
+    """Print ``error: message`` on stderr (and into the run's log file) and exit with ``code``."""
+    _to_log_files(f"error: {message}")
     print(f"error: {message}", file=sys.stderr, flush=True)
     raise SystemExit(code)
 

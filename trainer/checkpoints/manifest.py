@@ -87,7 +87,10 @@ def write_manifest(checkpoint_dir: str, graph, model_name: str, graph_config: Di
     """Record what the checkpoints of this dir hold (kept when it exists: it describes the first run)."""
     path = os.path.join(checkpoint_dir, MANIFEST)
     if os.path.exists(path):
-        return
+        if read_json(path):
+            return
+        log.warning("%s does not parse; written again from this run's graph (the checkpoint's variables were "
+                    "checked against it)", path)
     payload = {"model": model_name, "graph_config_hash": config_hash(graph_config), "graph_config": graph_config,
                "variables": graph_variables(graph)}
     write_json(path, payload, indent=1)
