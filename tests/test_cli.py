@@ -139,3 +139,31 @@ def test_locked_dir_exit_4(tmp_path):
 def test_full_error_shows_traceback(tmp_path):
     proc = train(tmp_path, *SMALL, "data=mnist", f"data.path={tmp_path}/missing.npz", env={"HYDRA_FULL_ERROR": "1"})
     assert proc.returncode != 0 and "Traceback" in proc.stderr
+
+
+@pytest.mark.parametrize("where, fragment", [
+    ("/proc/ckpt", "inside a kernel file system"),
+    ("{file}/ckpt", "lies under the file"),
+    ("{tmp}/" + "n" * 300, "too long"),
+])
+def test_a_checkpoint_dir_that_cannot_be_written_is_one_line_exit_2(tmp_path, where, fragment):
+    (tmp_path / "afile").write_text("x")
+    where = where.format(file=tmp_path / "afile", tmp=tmp_path)
+    proc = train(tmp_path, *SMALL, "train.max_steps=2", f"checkpoint.dir={where}")
+    assert proc.returncode == 2 and fragment in error_line(proc)
+    assert not (tmp_path / "outputs").exists()  # refused before the run dir was made
+
+
+def test_ctrl_c_at_any_moment_is_never_a_traceback(tmp_path):
+    import signal
+    import time
+
+    for delay in (0.1, 0.3, 0.8, 2.0, 4.0):
+        proc = subprocess.Popen([TRAIN, *SMALL, "train.max_steps=100000"], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        assert "Traceback" not in err, (delay, err)
+        # Interrupted while starting (130, "error: interrupted"), or stopped as a preemption once training.
+        assert proc.returncode != 0 and err.strip().splitlines()[-1].startswith("error: "), (delay, err)

@@ -111,8 +111,12 @@ def test_early_stopping_stops_before_max_steps(make_cfg, tmp_path, session):
     metrics = run(make_cfg(f"session={session}", "eval.every_steps=2", "+hook@hooks.early=early_stopping",
                            "hooks.early.patience=2", "hooks.early.min_delta=100"), str(tmp_path))
     # Evaluations at 2 (the first is a best), 4 and 6 (no improvement of 100): stop at 6.
-    assert metrics["global_step"] == 6
+    assert metrics["global_step"] == 6 and metrics["stop_reason"] == "hook"
     assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")).endswith("-6")
+    # The same command again: the run is finished for this train.max_steps, nothing retrains.
+    again = run(make_cfg(f"session={session}", "eval.every_steps=2", "+hook@hooks.early=early_stopping",
+                         "hooks.early.patience=2", "hooks.early.min_delta=100"), str(tmp_path))
+    assert again == metrics and tf.train.latest_checkpoint(str(tmp_path / "checkpoints")).endswith("-6")
 
 
 @pytest.mark.parametrize("session", BACKENDS)

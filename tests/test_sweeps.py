@@ -99,7 +99,10 @@ def test_rerun_skips_finished_and_resumes_unfinished_jobs(tmp_path):
 
 def test_a_failing_job_does_not_stop_the_others(tmp_path):
     proc = sweep(tmp_path, "model.fn=trainer.models.mlp.model_fn,user_models.nan_after_5")
-    assert proc.returncode != 0  # the sweep reports the failure after every job ran
+    # The sweep reports the failure after every job ran: one line, no traceback.
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[-1].startswith("error: 1 of 2 sweep jobs failed") and "step 6" in lines[-1], lines[-1]
     found = jobs(tmp_path / "sweep")
     statuses = sorted(m["status"] for m in found.values())
     assert statuses == ["failed", "finished"]
@@ -113,6 +116,13 @@ def test_fail_fast_stops_at_the_first_failure(tmp_path):
     proc = sweep(tmp_path, "model.fn=user_models.nan_after_5,trainer.models.mlp.model_fn", "sweep.fail_fast=true")
     assert proc.returncode != 0
     assert [m["status"] for m in jobs(tmp_path / "sweep").values() if m] == ["failed"]
+
+
+def test_a_bad_value_in_a_sweep_is_one_line_before_any_job(tmp_path):
+    proc = sweep(tmp_path, "optimizer.learning_rate=0.01,-1")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: optimizer.learning_rate=-1")
+    assert not (tmp_path / "sweep").exists()
 
 
 def test_a_shared_checkpoint_dir_is_refused(tmp_path):

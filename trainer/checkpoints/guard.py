@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 from trainer.checkpoints.intact import checkpoint_step, clean_leftovers, find_intact, repair_state
 from trainer.checkpoints.lock import DirLock
 from trainer.checkpoints.manifest import check_compatible, write_manifest
+from trainer.errors import ConfigError
 from trainer.records import read_json
 
 log = logging.getLogger("trainer")
@@ -71,8 +72,14 @@ def claim(cfg, graph, workdir: str):
       CheckpointError: no intact checkpoint among several, or another model's (the dir is untouched).
     """
     ckpt_dir = cfg.checkpoint.dir
-    os.makedirs(ckpt_dir, exist_ok=True)
-    with DirLock(ckpt_dir):
+    held = contextlib.ExitStack()
+    try:
+        os.makedirs(ckpt_dir, exist_ok=True)
+        held.enter_context(DirLock(ckpt_dir))
+    except OSError as e:  # a read-only mount, a full disk, a name too long: before anything was written
+        raise ConfigError(f"checkpoint.dir={ckpt_dir}: cannot write there ({e.strerror or e}); give checkpoint.dir "
+                          "a directory you can write to") from None
+    with held:
         clean_leftovers(ckpt_dir)
         intact = find_intact(ckpt_dir)
         start_step = checkpoint_step(intact.path) if intact else 0

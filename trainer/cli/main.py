@@ -5,6 +5,7 @@ through :func:`trainer.sweep.job.run_job`, which calls the same function.
 """
 
 import sys
+import time
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -16,7 +17,7 @@ from trainer.cli.preflight import preflight
 from trainer.cli.resume import resumed_config
 from trainer.config.schema import register_configs
 from trainer.errors import CheckpointError, CheckpointLockedError, ConfigError, exit_now, exit_on_error
-from trainer.sweep.job import run_job
+from trainer.sweep.job import report_failed_jobs, run_job
 
 register_configs()
 register_resolvers()
@@ -55,12 +56,12 @@ def task(cfg) -> float:
 
 
 def main() -> None:
-    preflight(sys.argv[1:], CONFIG_MODULE)
-    try:
-        task()
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        raise SystemExit(130)
+    argv = sys.argv[1:]
+    preflight(argv, CONFIG_MODULE)
+    started = time.time()
+    task()
+    if "-m" in argv or "--multirun" in argv:
+        report_failed_jobs(argv, started)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import MissingConfigException
 from omegaconf import ListConfig, OmegaConf
+from omegaconf.errors import InterpolationResolutionError
 
 from trainer.config.rules import validate
 from trainer.errors import ConfigError, fail, full_errors
@@ -55,8 +56,8 @@ def check_resumable(run_dir: str) -> None:
     """
     saved = os.path.join(run_dir, ".hydra", "overrides.yaml")
     if not os.path.isdir(run_dir):
-        raise ConfigError(f"resume={run_dir}: no such directory; give a run dir the train command made "
-                          "(e.g. outputs/NAME)")
+        what = "a file, not a run dir" if os.path.exists(run_dir) else "no such directory"
+        raise ConfigError(f"resume={run_dir}: {what}; give a run dir the train command made (e.g. outputs/NAME)")
     if not os.path.isfile(saved):
         raise ConfigError(f"resume={run_dir}: not a run dir (no {saved}); give a run dir the train command made "
                           "(e.g. outputs/NAME)")
@@ -70,18 +71,56 @@ def check_resumable(run_dir: str) -> None:
                           "again with its overrides")
 
 
+_MULTIRUN = {"-m", "--multirun"}
+_MAX_SWEEP_CHECKS = 64  # compositions a sweep's preflight makes at most
+
+
+def sweep_variants(overrides: List[str]) -> List[List[str]]:
+    """Single-run override lists covering every value of a sweep: the first value of each swept
+    key, then each other value of one key at a time (so each bad value is found). Continuous
+    sweeps (``interval(...)``, for Optuna) are checked at neither end; their keys are left out."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    fixed, swept = [], []
+    for override, text in zip(parsed, overrides):
+        if not override.is_sweep_override():
+            fixed.append(text)
+            continue
+        if override.is_interval_sweep():
+            continue
+        key = text.split("=", 1)[0]
+        values = [f"{key}={v}" for v in override.sweep_string_iterator()]
+        if values:
+            swept.append(values)
+    base = fixed + [values[0] for values in swept]
+    variants = [base]
+    for i, values in enumerate(swept):
+        for value in values[1:]:
+            variants.append(fixed + [v[0] if j != i else value for j, v in enumerate(swept)])
+    return variants[:_MAX_SWEEP_CHECKS]
+
+
 def preflight(argv: List[str], config_module: str) -> None:
-    """Compose and validate the overrides of a single run; exit 2 with one line if they are wrong."""
-    if any(a.split("=", 1)[0] in _HYDRA_FLAGS for a in argv) or full_errors():
+    """Compose and validate the overrides of a single run, or of every value of a sweep (``-m``);
+    exit 2 with one line if they are wrong."""
+    multirun = any(a in _MULTIRUN for a in argv)
+    flags = [a for a in argv if a not in _MULTIRUN]
+    if any(a.split("=", 1)[0] in _HYDRA_FLAGS for a in flags) or full_errors():
         return  # Hydra's own handling (and, with HYDRA_FULL_ERROR=1, its tracebacks)
-    overrides = [a for a in argv if not a.lstrip("+~").startswith(("hydra.", "hydra/"))]
+    overrides = [a for a in flags if not a.lstrip("+~").startswith(("hydra.", "hydra/"))]
     try:
+        variants = sweep_variants(overrides) if multirun else [overrides]
         with initialize_config_module(config_module=config_module, version_base="1.3"):
-            cfg = compose("config", overrides=overrides)
-            if cfg.resume:
-                check_resumable(cfg.resume)  # before Hydra makes the dir or writes .hydra/resume into it
-            else:
-                validate(cfg)
+            for variant in variants:
+                cfg = compose("config", overrides=variant)
+                try:
+                    if cfg.resume:
+                        check_resumable(cfg.resume)  # before Hydra makes the dir or writes .hydra/resume into it
+                    else:
+                        validate(cfg)
+                except InterpolationResolutionError:
+                    continue  # a value naming ${hydra:...}: only the job itself can resolve it (and checks it then)
     except ConfigError as e:
         fail(str(e), ConfigError.exit_code)
     except Exception as e:

@@ -34,6 +34,29 @@ def _positive(key, value, allow_none=False, allow_zero=False):
         raise ConfigError(f"{key}={value}: larger than TensorFlow's int64 steps hold ({INT64_MAX}); set a smaller {key}")
 
 
+def check_writable_dir(path: str, key: str) -> None:
+    """``path`` is, or can become, a directory this process writes to.
+
+    Raises:
+      ConfigError: it is a file, lies under a file, /proc or /sys, has too long a name, or its nearest
+        existing parent is not writable.
+    """
+    full = os.path.abspath(os.path.expanduser(path))
+    fix = f"give {key} a directory you can write to"
+    if full == "/proc" or full.startswith(("/proc/", "/sys/")) or full == "/sys":
+        raise ConfigError(f"{key}={path}: inside a kernel file system; {fix}")
+    if len(full) >= 4096 or any(len(part.encode()) > 255 for part in full.split(os.sep)):
+        raise ConfigError(f"{key}={path}: the path (or one of its names) is too long for the file system; {fix}")
+    existing = full
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        where = "is a file" if existing == full else f"lies under the file {existing}"
+        raise ConfigError(f"{key}={path} {where}; {fix}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{key}={path}: {existing} is not writable (permission denied or a read-only mount); {fix}")
+
+
 def _check_model_params(cfg) -> None:
     """A built-in model's params are typed (``trainer.config.schema``): a key ``+`` added that the
     model does not read is a typo, not a setting."""
@@ -93,8 +116,8 @@ def validate(cfg) -> None:
     start = cfg.init_from.checkpoint
     if start and not (os.path.exists(os.path.expanduser(start)) or os.path.exists(os.path.expanduser(start) + ".index")):
         raise ConfigError(f"init_from.checkpoint={start}: no such checkpoint or dir; give a checkpoint prefix or a run's checkpoints/ dir")
-    if cfg.checkpoint.dir and os.path.isfile(os.path.expanduser(cfg.checkpoint.dir)):
-        raise ConfigError(f"checkpoint.dir={cfg.checkpoint.dir} is a file; give a directory")
+    if cfg.checkpoint.dir:
+        check_writable_dir(cfg.checkpoint.dir, "checkpoint.dir")
     lr = cfg.optimizer.get("learning_rate")
     if lr is not None and not (lr > 0 and math.isfinite(lr)):
         raise ConfigError(f"optimizer.learning_rate={lr}: must be a finite number > 0; e.g. optimizer.learning_rate=1e-3")

@@ -54,7 +54,7 @@ def instantiate(entry: Any, key: str) -> Any:
         cause = e.__cause__ or e
         if isinstance(cause, ConfigError):
             raise ConfigError(f"{key}: {cause}") from None
-        raise ConfigError(f"{key}: cannot build {entry['_target_']} ({type(cause).__name__}: {cause})") from None
+        raise ConfigError(f"{key}: cannot build {entry['_target_']} ({_innermost(e)})") from None
 
 
 def _has_target(value: Any) -> bool:
@@ -63,6 +63,14 @@ def _has_target(value: Any) -> bool:
     if isinstance(value, list):
         return any(_has_target(v) for v in value)
     return False
+
+
+def _innermost(exc: BaseException) -> str:
+    """``Type: message`` of the innermost cause, on one line (Hydra wraps import errors in three)."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    return f"{type(exc).__name__}: {text}"
 
 
 def instantiate_params(params: Any, key: str) -> dict:
@@ -74,8 +82,7 @@ def instantiate_params(params: Any, key: str) -> dict:
     try:
         return hydra.utils.instantiate(params, _convert_="all")
     except Exception as e:
-        cause = e.__cause__ or e
-        raise ConfigError(f"{key}: cannot build an entry with _target_ ({type(cause).__name__}: {cause})") from None
+        raise ConfigError(f"{key}: cannot build an entry with _target_ ({_innermost(e)})") from None
 
 
 def declared_args(fn: Callable, key: str, path: str, allowed, required=()) -> FrozenSet[str]:

@@ -12,7 +12,7 @@ import os
 from omegaconf import OmegaConf
 
 import trainer
-from trainer.errors import ConfigError, first_line
+from trainer.errors import ConfigError, describe, fail
 from trainer.records import read_json, write_json
 
 log = logging.getLogger("trainer")
@@ -48,7 +48,7 @@ def _launcher_jobs(hc) -> int:
 
 
 def run_job(cfg, hc) -> float:
-    """Run one sweep job; record a failure in its ``metrics.json`` and raise it."""
+    """Run one sweep job; record a failure in its ``metrics.json`` (and return None for it)."""
     output_dir = hc.runtime.output_dir
     try:
         check_own_checkpoint_dir(cfg, output_dir)
@@ -61,7 +61,7 @@ def run_job(cfg, hc) -> float:
             log.info("%d parallel jobs: %d intra-op and inter-op threads each", parallel, threads)
         return trainer.run(cfg, output_dir).get("objective_value")
     except Exception as e:
-        reason = f"{type(e).__name__}: {first_line(e)}"
+        reason = describe(e)
         path = os.path.join(output_dir, "metrics.json")
         written = read_json(path)
         if not (written.get("status") == "failed" and written.get("pid") == os.getpid()):
@@ -72,4 +72,26 @@ def run_job(cfg, hc) -> float:
         log.error("job %s failed: %s", os.path.basename(output_dir), reason)
         if cfg.sweep.fail_fast:
             raise SystemExit(1)  # ends the sweep here, as sweep.fail_fast asks
-        raise
+        # The other jobs go on; the sweep exits non-zero at its end (report_failed_jobs), in one
+        # line rather than with this job's traceback. A sweeper reads None as a failed trial.
+        return None
+
+
+def report_failed_jobs(argv, since: float) -> None:
+    """After a sweep: exit 1 with one line when a job of it (a ``metrics.json`` written since
+    ``since`` in the sweep dir) failed."""
+    sweep_dir = next((a.split("=", 1)[1] for a in argv if a.startswith("hydra.sweep.dir=")), "outputs/multirun")
+    if not os.path.isdir(sweep_dir):
+        return
+    ran, failed = 0, []
+    for name in sorted(os.listdir(sweep_dir)):
+        path = os.path.join(sweep_dir, name, "metrics.json")
+        if os.path.isfile(path) and os.path.getmtime(path) >= since:
+            ran += 1
+            record = read_json(path)
+            if record.get("status") == "failed":
+                failed.append((name, record.get("error", "?")))
+    if failed:
+        name, error = failed[0]
+        fail(f"{len(failed)} of {ran} sweep jobs failed, the first {name}: {error}; every job's status is in "
+             f"{os.path.join(sweep_dir, 'summary.md')}", 1)

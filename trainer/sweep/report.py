@@ -154,7 +154,7 @@ def _plot(sweep_dir: str, rows: List[Dict]) -> Optional[str]:
             curve_ax.plot(steps, values, marker=".", label=label)
     curve_ax.set_xlabel("global step")
     curve_ax.set_ylabel(f"eval {objective}")
-    if rows:
+    if curve_ax.get_legend_handles_labels()[0]:
         curve_ax.legend(fontsize=6)
     fig.tight_layout()
     path = os.path.join(sweep_dir, "summary.png")
