@@ -167,3 +167,42 @@ def test_ctrl_c_at_any_moment_is_never_a_traceback(tmp_path):
         assert "Traceback" not in err, (delay, err)
         # Interrupted while starting (130, "error: interrupted"), or stopped as a preemption once training.
         assert proc.returncode != 0 and err.strip().splitlines()[-1].startswith("error: "), (delay, err)
+
+
+def test_log_lines_print_above_the_progress_bar_on_a_terminal(tmp_path):
+    """On a terminal (a pty here) the bar is redrawn below each log line, never cut by one."""
+    import pty
+    import select
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: train on the pty, as a user at a terminal runs it
+        os.chdir(tmp_path)
+        # The CNN: slow enough (about 8 steps/s) for the bar to be on screen when an evaluation logs.
+        os.execv(TRAIN, [TRAIN, *SMALL, "model=mnist", "train.max_steps=45", "eval.every_steps=15",
+                         "log.progress=bar", "log.every_steps=3"])
+    import fcntl
+    import struct
+    import termios
+
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))  # a 160-column terminal
+    chunks = []
+    while True:
+        ready, _, _ = select.select([fd], [], [], 120)
+        if not ready:
+            break
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the child closed the pty
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    screen = b"".join(chunks).decode(errors="replace")
+    # What stays on screen of each line: the text after its last carriage return.
+    shown = [line.rstrip("\r").split("\r")[-1] for line in screen.split("\n")]
+    logged = [line for line in shown if "][INFO] - " in line]
+    assert sum("eval at step" in line for line in logged) == 3 and "%|" in screen, screen[-3000:]
+    cut = [line for line in logged if not line.startswith("[")]  # a bar fragment left before a log line
+    assert not cut, cut[:3]

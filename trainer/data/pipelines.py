@@ -35,6 +35,17 @@ class Pipeline:
     feeds: Callable[[int], dict]
 
 
+def without_autotune_model(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """``dataset`` without tf.data's autotuning model thread. Destroying an iterator waits for that
+    thread's next wake-up, which comes up to a minute apart: closing the session after SIGTERM
+    then blocked for 5-60 s (measured: up to 14 s with the default CNN; 0.01 s without). With it
+    off, ``AUTOTUNE`` parallelism becomes the number of cores and ``prefetch(AUTOTUNE)`` keeps its
+    own buffer heuristic."""
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return dataset.with_options(options)
+
+
 def make_pipeline(
     images: np.ndarray, labels: np.ndarray, batch_size: int, feature_key: str, train: bool,
     seed: Optional[int] = None, shuffle_buffer: Optional[int] = None, replicas=(1, 0),
@@ -72,7 +83,7 @@ def make_pipeline(
             return {feature_key: x}, y
 
         ds = ds.map(to_features, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-        iterator = tf1.data.make_initializable_iterator(ds)
+        iterator = tf1.data.make_initializable_iterator(without_autotune_model(ds))
         features, batch_labels = iterator.get_next()
 
     def feeds(step: int = 0) -> dict:
@@ -108,7 +119,7 @@ def make_input_fn_pipeline(input_fn: Callable, path: str, mode: str, params: dic
             if train:
                 skip = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="skip_batches")
                 result = result.skip(skip)
-            iterator = tf1.data.make_initializable_iterator(result)
+            iterator = tf1.data.make_initializable_iterator(without_autotune_model(result))
             output = iterator.get_next()
             initializer = iterator.initializer
             feeds = (lambda step=0: {skip: step}) if train else (lambda step=0: {})

@@ -37,6 +37,7 @@ class ProgressHook(tf1.train.SessionRunHook):
             mode = "bar" if sys.stderr.isatty() else "lines"
         self._mode = mode
         self._bar = None
+        self._redirect = None
 
     def begin(self):
         self._loss = tensor("loss")
@@ -48,8 +49,12 @@ class ProgressHook(tf1.train.SessionRunHook):
         self._mark = (time.time(), self._step)
         if self._mode == "bar":
             from tqdm import tqdm
+            from tqdm.contrib.logging import logging_redirect_tqdm
 
             self._bar = tqdm(total=self._max_steps, initial=self._step, unit="step", dynamic_ncols=True, leave=True)
+            # Log lines (the runner's, TensorFlow's) print above the bar instead of through it.
+            self._redirect = logging_redirect_tqdm(loggers=[logging.getLogger()])
+            self._redirect.__enter__()
 
     def before_run(self, run_context):
         upcoming = self._step + 1
@@ -76,6 +81,10 @@ class ProgressHook(tf1.train.SessionRunHook):
     def end(self, session):
         if self._bar is not None:
             self._bar.close()
+            self._bar = None
+        if self._redirect is not None:
+            self._redirect.__exit__(None, None, None)
+            self._redirect = None
 
 
 class _MetricWatcher:
