@@ -67,11 +67,13 @@ def test_train_runs_resumes_and_continues(tmp_path):
     (["model=mlp", "model.params.hidden_units=[abc]"], "model.params.hidden_units"),
     (["model=mlp", "+model.params.hiden=3"], "model.params.hiden: model=mlp has no such param"),
     (["resume=."], "not a run dir"),
+    (["model.fn=a", "b"], "'b' is not a key=value override: a value with spaces must be quoted"),
+    (["train.batch_size=1.5"], "could not be converted to Integer"),
 ])
 def test_bad_config_is_one_line_exit_2(tmp_path, args, fragment):
     proc = train(tmp_path, *args)
     assert proc.returncode == 2, proc.stderr
-    assert fragment in error_line(proc)
+    assert fragment in error_line(proc) and "$VALUE" not in error_line(proc)
     assert sorted(os.listdir(tmp_path)) == []  # no dir made, no .hydra written into a dir that is not a run
 
 

@@ -7,6 +7,7 @@ exit status 2, before any output dir or TensorFlow work exists.
 """
 
 import os
+import re
 from typing import List
 
 from hydra import compose, initialize_config_module
@@ -39,10 +40,18 @@ def one_line(exc: BaseException) -> str:
         for line in str(exc).splitlines():
             line = line.strip()
             skip = ("full_key:", "object_type", "reference_type", "Config search path", "provider=", "Set the environment")
-            if line and not line.startswith(skip) and line not in lines:
+            # Hydra's unfilled message templates ('$VALUE' of type '$VALUE_TYPE') and bare "None" say nothing.
+            if line and not line.startswith(skip) and line not in lines and "$VALUE" not in line and line != "None":
                 lines.append(line)
         exc = exc.__cause__ or exc.__context__
     text = "; ".join(lines[:3])
+    missing_equal = re.search(r"Error parsing override '([^']*)'; missing EQUAL", text)
+    if missing_equal:
+        return (f"'{missing_equal.group(1)}' is not a key=value override: a value with spaces must be quoted, "
+                "e.g. model.fn='a b' or 'hooks.x={_target_: my.Hook, role: all}'")
+    if "no viable alternative at input" in text or "mismatched input" in text:
+        text = text.split("; See https://hydra.cc")[0] + (" (Hydra's override grammar: key=value, lists [a,b], "
+                                                          "dicts {k: v, k2: v2}; quote values with spaces)")
     if "not in" in text and "Key" in text:
         text += " (check the spelling: train --cfg job lists every key; add a new key with +key=value)"
     return text
