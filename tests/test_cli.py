@@ -208,3 +208,11 @@ def test_log_lines_print_above_the_progress_bar_on_a_terminal(tmp_path):
     assert sum("eval at step" in line for line in logged) == 3 and "%|" in screen, screen[-3000:]
     cut = [line for line in logged if not line.startswith("[")]  # a bar fragment left before a log line
     assert not cut, cut[:3]
+
+
+@pytest.mark.parametrize("flag", ["hydra.run.dir", "hydra.sweep.dir"])
+def test_a_run_dir_that_cannot_be_made_is_one_line_exit_2(tmp_path, flag):
+    (tmp_path / "afile").write_text("x")
+    args = ["-m", "model=mlp,linear"] if flag == "hydra.sweep.dir" else []
+    proc = train(tmp_path, *SMALL, *args, f"{flag}={tmp_path / 'afile' / 'run'}")
+    assert proc.returncode == 2 and f"{flag}={tmp_path / 'afile' / 'run'} lies under the file" in error_line(proc)

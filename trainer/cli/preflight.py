@@ -16,7 +16,7 @@ from hydra.errors import MissingConfigException
 from omegaconf import ListConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 
-from trainer.config.rules import validate
+from trainer.config.rules import check_writable_dir, validate
 from trainer.errors import ConfigError, fail, full_errors
 
 # Flags after which Hydra does something other than run one job.
@@ -110,6 +110,27 @@ def sweep_variants(overrides: List[str]) -> List[List[str]]:
     return variants[:_MAX_SWEEP_CHECKS]
 
 
+def _check_output_dir(argv: List[str], overrides: List[str], multirun: bool) -> None:
+    """The run dir (or sweep dir) Hydra is about to make can be made and written.
+
+    Raises:
+      ConfigError: naming hydra.run.dir / hydra.sweep.dir, or the working dir it defaults under.
+    """
+    from trainer.cli.paths import run_dir
+
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    given = next((a.split("=", 1)[1] for a in argv if a.startswith(key + "=")), None)
+    if given is not None:
+        check_writable_dir(given, key)
+        return
+    default = "outputs/multirun" if multirun else run_dir(overrides)
+    try:
+        check_writable_dir(default, key)
+    except ConfigError:
+        raise ConfigError(f"cannot write the run dir {default} under the working dir {os.getcwd()}; run from a "
+                          f"writable dir or set {key}=DIR") from None
+
+
 def preflight(argv: List[str], config_module: str) -> None:
     """Compose and validate the overrides of a single run, or of every value of a sweep (``-m``);
     exit 2 with one line if they are wrong."""
@@ -119,6 +140,7 @@ def preflight(argv: List[str], config_module: str) -> None:
         return  # Hydra's own handling (and, with HYDRA_FULL_ERROR=1, its tracebacks)
     overrides = [a for a in flags if not a.lstrip("+~").startswith(("hydra.", "hydra/"))]
     try:
+        _check_output_dir(flags, overrides, multirun)
         variants = sweep_variants(overrides) if multirun else [overrides]
         with initialize_config_module(config_module=config_module, version_base="1.3"):
             for variant in variants:
