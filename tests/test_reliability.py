@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from helpers import TRAIN, ckpt_steps, dir_state as files, latest_step, wait_for_step as _wait_for_step, weights
 from trainer import run
-from trainer.errors import CheckpointError, CheckpointLockedError, NanLossError, RecoveryLimitError
+from trainer.errors import CheckpointError, CheckpointLockedError, ConfigError, NanLossError, RecoveryLimitError
 
 BACKENDS = ["plain", "monitored"]
 SMALL = ["data=synthetic", "data.train_examples=512", "data.test_examples=64", "model=mlp",
@@ -369,3 +369,28 @@ def test_a_run_whose_every_step_was_skipped_is_not_finished(make_cfg, tmp_path):
     with pytest.raises(NanLossError, match=r"every step of this run \(8\) was NaN or Inf"):
         run(cfg, str(tmp_path))
     assert json.loads((tmp_path / "metrics.json").read_text())["status"] == "failed"
+
+
+def test_restore_step_restarts_from_an_earlier_checkpoint_once(make_cfg, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="trainer")
+    run(make_cfg("checkpoint.every_steps=5"), str(tmp_path))  # checkpoints 0, 5, 10, 15, 20
+    ckpt = tmp_path / "checkpoints"
+    before = weights(ckpt / "model.ckpt-20")
+    metrics = run(make_cfg("checkpoint.every_steps=5", "checkpoint.restore_step=10"), str(tmp_path))
+    assert (metrics["start_step"], metrics["global_step"]) == (10, 20)
+    aside = [p for p in ckpt.iterdir() if p.name.startswith("rolled-back-")]
+    assert len(aside) == 1 and ckpt_steps(aside[0]) == [15, 20]  # moved, not deleted
+    assert all(np.array_equal(before[k], v) for k, v in weights(aside[0] / "model.ckpt-20").items())
+    # The same command again: already rolled back once; the run is finished, nothing moves.
+    state = files(ckpt)
+    again = run(make_cfg("checkpoint.every_steps=5", "checkpoint.restore_step=10"), str(tmp_path))
+    assert again["global_step"] == 20 and files(ckpt) == state
+    assert "checkpoint.restore_step=10 was applied" in caplog.text
+
+
+def test_restore_step_without_that_checkpoint_is_refused(make_cfg, tmp_path):
+    run(make_cfg("checkpoint.every_steps=5"), str(tmp_path))
+    state = files(tmp_path / "checkpoints")
+    with pytest.raises(ConfigError, match=r"restore_step=7: no intact model.ckpt-7 .* it has steps \[0, 5, 10, 15, 20\]"):
+        run(make_cfg("checkpoint.every_steps=5", "checkpoint.restore_step=7"), str(tmp_path))
+    assert files(tmp_path / "checkpoints") == state

@@ -9,16 +9,17 @@ then may the run write.
 import contextlib
 import logging
 import os
+import time
 from dataclasses import dataclass
 from typing import Dict, Optional
 
 from omegaconf import OmegaConf
 
-from trainer.checkpoints.intact import checkpoint_step, clean_leftovers, find_intact, repair_state
+from trainer.checkpoints.intact import checkpoint_step, clean_leftovers, find_intact, repair_state, roll_back
 from trainer.checkpoints.lock import DirLock
-from trainer.checkpoints.manifest import check_compatible, write_manifest
+from trainer.checkpoints.manifest import MANIFEST, check_compatible, read_manifest, write_manifest
 from trainer.errors import ConfigError
-from trainer.records import read_json
+from trainer.records import read_json, write_json
 
 log = logging.getLogger("trainer")
 
@@ -63,6 +64,25 @@ class Claim:
     finished: Optional[Dict]  # the finished run's record: there is nothing to do
 
 
+def _restore_step(ckpt_dir: str, step: int) -> None:
+    """``checkpoint.restore_step``: roll the dir back to ``model.ckpt-<step>`` once (the manifest
+    records it, so the same command run again resumes instead of rolling back again)."""
+    manifest = read_manifest(ckpt_dir)
+    done = [r for r in manifest.get("rollbacks", []) if r.get("to") == step]
+    if done:
+        log.info("checkpoint.restore_step=%d was applied at %s (newer checkpoints in %s); resuming from the newest "
+                 "checkpoint (drop checkpoint.restore_step from the command)", step, done[-1].get("at"),
+                 done[-1].get("set_aside"))
+        return
+    aside = roll_back(ckpt_dir, step)
+    log.warning("checkpoint.restore_step=%d: training restarts from model.ckpt-%d; the newer checkpoints were moved "
+                "to %s", step, step, aside or "(none were newer)")
+    if manifest:
+        manifest.setdefault("rollbacks", []).append(
+            {"to": step, "at": time.strftime("%Y-%m-%dT%H:%M:%S"), "set_aside": aside})
+        write_json(os.path.join(ckpt_dir, MANIFEST), manifest, indent=1)
+
+
 @contextlib.contextmanager
 def claim(cfg, graph, workdir: str):
     """Hold ``checkpoint.dir`` for a training run of ``graph``; yields a :class:`Claim`.
@@ -81,6 +101,8 @@ def claim(cfg, graph, workdir: str):
                           "a directory you can write to") from None
     with held:
         clean_leftovers(ckpt_dir)
+        if cfg.checkpoint.restore_step is not None:
+            _restore_step(ckpt_dir, cfg.checkpoint.restore_step)
         intact = find_intact(ckpt_dir)
         start_step = checkpoint_step(intact.path) if intact else 0
         if intact:

@@ -11,12 +11,13 @@ import logging
 import os
 import re
 import shutil
+import time
 from dataclasses import dataclass
 from typing import List, Optional
 
 import tensorflow as tf
 
-from trainer.errors import CheckpointError
+from trainer.errors import CheckpointError, ConfigError
 
 log = logging.getLogger("trainer")
 
@@ -136,3 +137,31 @@ def latest_step(checkpoint_dir: str) -> Optional[int]:
     """The step of the checkpoint the dir's state file names; None when there is none."""
     path = tf.train.latest_checkpoint(checkpoint_dir)
     return checkpoint_step(path) if path else None
+
+
+def roll_back(checkpoint_dir: str, step: int) -> Optional[str]:
+    """Make ``model.ckpt-<step>`` the newest checkpoint of the dir: the newer ones are moved, not
+    deleted, into ``rolled-back-<time>/`` and the state file names ``step``. Returns that folder
+    (None when no checkpoint was newer).
+
+    Raises:
+      ConfigError: no intact ``model.ckpt-<step>`` in the dir (the steps it has are listed).
+    """
+    candidates = _candidates(checkpoint_dir)
+    target = os.path.join(checkpoint_dir, f"model.ckpt-{step}")
+    have = sorted(int(os.path.basename(p).rsplit("-", 1)[1]) for p in candidates)
+    if target not in candidates or verify(target) is not None:
+        raise ConfigError(f"checkpoint.restore_step={step}: no intact model.ckpt-{step} in {checkpoint_dir}; "
+                          f"it has steps {have}")
+    newer = [p for p in candidates if int(os.path.basename(p).rsplit("-", 1)[1]) > step]
+    aside = None
+    if newer:
+        aside = os.path.join(checkpoint_dir, time.strftime("rolled-back-%Y%m%d-%H%M%S"))
+        os.makedirs(aside, exist_ok=True)
+        for prefix in newer:
+            for name in os.listdir(checkpoint_dir):
+                if name.startswith(os.path.basename(prefix) + "."):
+                    os.replace(os.path.join(checkpoint_dir, name), os.path.join(aside, name))
+    kept = [os.path.basename(p) for p in reversed(candidates) if p not in newer]
+    tf.compat.v1.train.update_checkpoint_state(checkpoint_dir, kept[-1], all_model_checkpoint_paths=kept)
+    return aside

@@ -19,7 +19,8 @@ RUNS_ROOT = "outputs"
 _SCHEDULE_KEYS = {
     "train.max_steps", "session", "device", "hooks", "hook", "resume",
     "eval.every_steps", "eval.batch_size", "checkpoint.every_steps", "checkpoint.every_secs", "checkpoint.keep",
-    "summary.every_steps", "mode", "distributed", "train.stalled_steps_limit",
+    "summary.every_steps", "mode", "distributed", "train.stalled_steps_limit", "checkpoint.restore_step",
+    "train.max_skipped_steps",
 }
 _SCHEDULE_PREFIXES = ("session.", "device.", "hooks.", "hook.", "log.", "predict.", "export.", "eval.checkpoint",
                       "eval.objective", "eval.direction", "eval.graph",

@@ -97,6 +97,7 @@ def validate(cfg) -> None:
             "set only one (e.g. checkpoint.every_steps=null to save by time)"
         )
     _positive("checkpoint.keep", cfg.checkpoint.keep, allow_zero=True)
+    _positive("checkpoint.restore_step", cfg.checkpoint.restore_step, allow_none=True, allow_zero=True)
     _positive("summary.every_steps", cfg.summary.every_steps, allow_none=True, allow_zero=True)
     _positive("eval.every_steps", cfg.eval.every_steps, allow_none=True, allow_zero=True)
     _positive("eval.batch_size", cfg.eval.batch_size)

@@ -207,6 +207,7 @@ class CheckpointConfig:
     keep: int = 5  # newest checkpoints kept (Saver max_to_keep); 0 keeps all
     keep_every_n_hours: float = 10000.0  # also keep one checkpoint per N hours of training (Saver's default: never)
     sharded: bool = False  # one checkpoint shard per device (Saver sharded=True)
+    restore_step: Optional[int] = None  # restart from model.ckpt-N once: newer checkpoints moved to rolled-back-*/
     listeners: Dict[str, Any] = field(default_factory=dict)  # name -> {_target_: a CheckpointSaverListener, ...}
 
 

@@ -149,10 +149,13 @@ class NanGuardHook(tf1.train.SessionRunHook):
                            if (value := reader.get_tensor(name)).dtype.kind == "f" and value.size), default=0.0)
         except Exception:  # an unreadable checkpoint is reported by the next run
             return f"checkpoints kept: {names}"
+        earlier = (f" (checkpoint.restore_step={paths[-2].rsplit('-', 1)[1]} restarts from the one before)"
+                   if len(paths) > 1 else "")
         if not np.isfinite(largest):
-            verdict = "holds NaN or Inf weights: restart from an earlier one"
+            verdict = f"holds NaN or Inf weights: restart from an earlier one{earlier}"
         elif largest > 1e6:
-            verdict = f"holds weights as large as {largest:.3g}: the run may have diverged before it; an earlier one is safer"
+            verdict = (f"holds weights as large as {largest:.3g}: the run may have diverged before it; an earlier one "
+                       f"is safer{earlier}")
         else:
             verdict = f"has finite weights (largest {largest:.3g})"
         return f"checkpoints kept: {names}; the latest, {os.path.basename(paths[-1])}, {verdict}"
