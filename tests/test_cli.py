@@ -216,3 +216,13 @@ def test_a_run_dir_that_cannot_be_made_is_one_line_exit_2(tmp_path, flag):
     args = ["-m", "model=mlp,linear"] if flag == "hydra.sweep.dir" else []
     proc = train(tmp_path, *SMALL, *args, f"{flag}={tmp_path / 'afile' / 'run'}")
     assert proc.returncode == 2 and f"{flag}={tmp_path / 'afile' / 'run'} lies under the file" in error_line(proc)
+
+
+def test_help_is_the_runners_own_and_names_every_option(tmp_path):
+    proc = train(tmp_path, "--help")
+    assert proc.returncode == 0 and "Usage:" in proc.stdout and "powered by Hydra" not in proc.stdout
+    conf = os.path.join(os.path.dirname(__file__), "..", "conf")
+    for group in ("model", "data", "optimizer", "session", "device", "hooks", "hook", "distributed", "sweep"):
+        for option in sorted(f[:-5] for f in os.listdir(os.path.join(conf, group)) if f.endswith(".yaml")):
+            assert option in proc.stdout, f"{group}={option} is missing from train --help"
+    assert "base_" not in proc.stdout  # the schemas are not options

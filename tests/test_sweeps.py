@@ -33,6 +33,18 @@ def summary_rows(sweep_dir):
         return list(csv.DictReader(f))
 
 
+def job_hparams(job_dir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    events = EventAccumulator(str(job_dir))
+    events.Reload()
+    content = events.PluginTagToContent("hparams")["_hparams_/session_start_info"]
+    info = plugin_data_pb2.HParamsPluginData.FromString(content).session_start_info
+    return {k: (v.number_value if v.WhichOneof("kind") == "number_value" else v.string_value)
+            for k, v in info.hparams.items()}
+
+
 def rss_mb():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -62,6 +74,10 @@ def test_2x2_sweep_makes_4_jobs_and_a_summary(tmp_path):
     accuracies = [float(r["eval_accuracy"]) for r in rows]
     assert accuracies == sorted(accuracies, reverse=True)  # best first
     assert (sweep_dir / "summary.md").exists() and (sweep_dir / "summary.png").stat().st_size > 1000
+    # TensorBoard's HParams: each job's overrides as its hparams, read with TensorBoard's reader.
+    for name in found:
+        assert job_hparams(sweep_dir / name)["optimizer.learning_rate"] in (0.01, 0.001)
+        assert job_hparams(sweep_dir / name)["session"] in ("plain", "monitored")
     # Same lr, either backend: the same result.
     by_lr = {}
     for m, r in zip(found.values(), found):

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from trainer.errors import NanLossError, TrainingError
 from trainer.hooks.cadence import StepCadence
+from trainer.model.names import NAMED_TENSOR_PREFIX
 from trainer.records import MetricsLog
 
 tf1 = tf.compat.v1
@@ -172,6 +173,9 @@ class TrainingSummaryHook(tf1.train.SessionRunHook):
 
     def begin(self):
         self._writer = tf1.summary.FileWriterCache.get(self._dir)
+        rate = tf1.get_collection(NAMED_TENSOR_PREFIX + "learning_rate")
+        if rate:  # the runner's optimizer (a model's own train op has none to report)
+            self._fetches["learning_rate"] = rate[0]
 
     def after_create_session(self, session, coord):
         self._mark = None
@@ -187,6 +191,8 @@ class TrainingSummaryHook(tf1.train.SessionRunHook):
         if not self._cadence.due(step):
             return
         values = [tf1.Summary.Value(tag="loss", simple_value=float(run_values.results["loss"]))]
+        if "learning_rate" in run_values.results:
+            values.append(tf1.Summary.Value(tag="learning_rate", simple_value=float(run_values.results["learning_rate"])))
         if step > self._mark[1]:
             rate = (step - self._mark[1]) / max(now - self._mark[0], 1e-9)
             values.append(tf1.Summary.Value(tag="global_step/sec", simple_value=rate))

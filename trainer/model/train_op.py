@@ -7,6 +7,7 @@ from typing import List
 import tensorflow as tf
 
 from trainer.config.targets import instantiate
+from trainer.model.names import name_tensor
 
 tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
@@ -41,6 +42,16 @@ def _snapshot_before(update_ops: List, global_step) -> List:
     return before
 
 
+def _name_learning_rate(optimizer) -> None:
+    """The optimizer's learning rate as the tensor named ``learning_rate`` (TensorBoard's tag)."""
+    rate = getattr(optimizer, "_learning_rate", None)
+    if rate is None:
+        rate = getattr(optimizer, "_lr", None)  # AdamOptimizer
+    if rate is None or callable(rate):
+        return
+    name_tensor("learning_rate", tf.identity(tf.cast(rate, tf.float32), name="learning_rate"))
+
+
 def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, sync=None):
     """``optimizer.minimize`` after the model's update ops (batch-norm statistics), guarded: a step
     whose loss or gradient norm is NaN or Inf only advances the global step; the weights, the
@@ -54,6 +65,7 @@ def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, 
       (train_op, the SyncReplicasOptimizer or None, a bool tensor: the step was applied).
     """
     optimizer = make_optimizer(optimizer_cfg)
+    _name_learning_rate(optimizer)
     if sync is not None:
         optimizer = tf1.train.SyncReplicasOptimizer(optimizer, replicas_to_aggregate=sync[0],
                                                     total_num_replicas=sync[1])

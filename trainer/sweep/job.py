@@ -59,7 +59,9 @@ def run_job(cfg, hc) -> float:
             cfg.device.intra_op_threads = threads
             cfg.device.inter_op_threads = threads
             log.info("%d parallel jobs: %d intra-op and inter-op threads each", parallel, threads)
-        return trainer.run(cfg, output_dir).get("objective_value")
+        result = trainer.run(cfg, output_dir)
+        write_hparams(output_dir, list(hc.overrides.task))
+        return result.get("objective_value")
     except Exception as e:
         reason = describe(e)
         path = os.path.join(output_dir, "metrics.json")
@@ -75,6 +77,38 @@ def run_job(cfg, hc) -> float:
         # The other jobs go on; the sweep exits non-zero at its end (report_failed_jobs), in one
         # line rather than with this job's traceback. A sweeper reads None as a failed trial.
         return None
+
+
+def _hparam_value(text: str):
+    """An override's value as TensorBoard's HParams take it: a number, a bool or the text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
+def write_hparams(output_dir: str, overrides) -> None:
+    """TensorBoard HParams for this job: its overrides as hparams, in an event file in the job dir,
+    so that ``tensorboard --logdir outputs/multirun`` compares the jobs (their eval metrics, under
+    ``checkpoints/eval``, are the metrics)."""
+    import tensorflow as tf
+    from tensorboard.plugins.hparams import api as hp
+
+    hparams = {}
+    for override in overrides:
+        key, _, value = override.partition("=")
+        key = key.lstrip("+~")
+        if key and not key.startswith(("hydra.", "sweep.")) and key != "resume":
+            hparams[key] = _hparam_value(value)
+    try:
+        writer = tf.summary.create_file_writer(output_dir)
+        with writer.as_default():
+            hp.hparams(hparams, trial_id=os.path.basename(output_dir))
+        writer.close()
+    except Exception as e:  # TensorBoard's extras must never fail a finished job
+        log.warning("could not write the job's TensorBoard hparams: %s", e)
 
 
 def report_failed_jobs(argv, since: float) -> None:

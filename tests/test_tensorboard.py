@@ -1,0 +1,38 @@
+"""The event files, read with TensorBoard's own reader: the training scalars and every eval metric
+at the steps they were written, under both backends and across a resume; HParams for sweeps."""
+
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from trainer import run
+
+BACKENDS = ["plain", "monitored"]
+
+
+def scalars(folder):
+    """{tag: [steps]} of the event files in ``folder`` (not its subfolders), as TensorBoard reads them."""
+    events = EventAccumulator(str(folder), size_guidance={"scalars": 0})
+    events.Reload()
+    return {tag: [e.step for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_training_and_eval_scalars_at_their_steps_across_a_resume(make_cfg, tmp_path, session):
+    common = [f"session={session}", "summary.every_steps=5", "eval.every_steps=10", "optimizer=momentum"]
+    run(make_cfg(*common), str(tmp_path))
+    run(make_cfg(*common, "train.max_steps=30"), str(tmp_path))  # resumed from step 20
+    train = scalars(tmp_path / "checkpoints")
+    every_5 = [5, 10, 15, 20, 25, 30]
+    # Each tag once per step, in order: the resumed run appends after step 20, nothing twice.
+    assert train["loss"] == every_5 and train["learning_rate"] == every_5, train
+    assert train["global_step/sec"] == every_5, train
+    evals = scalars(tmp_path / "checkpoints" / "eval")
+    assert evals["accuracy"] == [10, 20, 30] and evals["loss"] == [10, 20, 30], evals
+
+
+def test_a_model_with_its_own_summaries_still_gets_the_fixed_tags(make_cfg, tmp_path):
+    run(make_cfg("model=model_fn", "model.fn=user_models.large_classifier_style", "summary.every_steps=5"),
+        str(tmp_path))
+    train = scalars(tmp_path / "checkpoints")
+    assert train["loss"] == [5, 10, 15, 20] and "learning_rate" not in train  # its own optimizer: no rate known
+    assert scalars(tmp_path / "checkpoints" / "eval")["eval_accuracy"] == [10, 20]
