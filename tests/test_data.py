@@ -238,3 +238,26 @@ def test_predict_input_errors_name_predict_input(tmp_path):
     junk.write_bytes(b"not a zip")
     with pytest.raises(DataError, match="predict.input"):
         data.load_prediction_input(str(junk))
+
+
+@pytest.mark.parametrize("start", [7, 8, 15, 1000])
+def test_a_resumed_pipeline_starts_at_its_batch_across_epoch_boundaries(start):
+    # 60 examples in batches of 8: batches straddle epochs; each epoch is a new permutation.
+    arrays = data.make_synthetic(60, 8)
+    labels = np.arange(60)
+
+    def batches(step, n, replicas=(1, 0)):
+        with tf.Graph().as_default():
+            p = pipelines.make_pipeline(arrays.train_x, labels, 8, "x", train=True, seed=5, replicas=replicas)
+            with tf.compat.v1.Session() as sess:
+                sess.run(p.initializer, p.feeds(step))
+                return [sess.run(p.labels) for _ in range(n)]
+
+    straight = np.concatenate(batches(0, max(start + 3, 15)))  # at least two epochs
+    resumed = np.concatenate(batches(start, 3))
+    np.testing.assert_array_equal(straight[start * 8:(start + 3) * 8], resumed)
+    epochs = straight[:120].reshape(2, 60)
+    assert all(sorted(e) == list(range(60)) for e in epochs) and not np.array_equal(epochs[0], epochs[1])
+    # Two replicas read disjoint halves; each sees its half once per epoch.
+    halves = [np.concatenate(batches(0, 3, replicas=(2, i)))[:24] for i in (0, 1)]
+    assert set(halves[0]) <= set(range(0, 60, 2)) and set(halves[1]) <= set(range(1, 60, 2))

@@ -46,15 +46,43 @@ def without_autotune_model(dataset: tf.data.Dataset) -> tf.data.Dataset:
     return dataset.with_options(options)
 
 
+def _shuffled_batches(images, labels, batch_size: int, seed: Optional[int], replicas, start_batch):
+    """Batches of a full shuffle per epoch, starting at batch ``start_batch``, in constant time.
+
+    Epoch ``e``'s order is a permutation drawn from the stateless seed (``seed``, ``e``), and the
+    stream of example indices runs on across epochs, so batch ``b`` is the same whether the run
+    started at 0 or resumed at ``b``: a resumed run starts in its epoch and skips at most one
+    epoch's indices (not ``b`` batches of data). The images are gathered per batch of indices.
+    A seed of None draws one at random (no exact resumption then).
+    """
+    if seed is None:
+        seed = int(np.random.default_rng().integers(2**31))
+    count, shard = replicas
+    order = tf.range(shard, tf.shape(labels, out_type=tf.int64)[0], count, dtype=tf.int64)  # this task's examples
+    examples = tf.size(order, out_type=tf.int64)
+    position = start_batch * batch_size
+    first_epoch = position // tf.maximum(examples, 1)
+
+    def epoch_order(epoch):
+        keys = tf.random.stateless_uniform(tf.reshape(examples, [1]), seed=tf.stack([tf.constant(seed, tf.int64), epoch]))
+        return tf.data.Dataset.from_tensor_slices(tf.gather(order, tf.argsort(keys)))
+
+    indices = tf.data.Dataset.range(first_epoch, tf.int64.max).flat_map(epoch_order)
+    indices = indices.skip(position % tf.maximum(examples, 1)).batch(batch_size, drop_remainder=True)
+    return indices.map(lambda index: (tf.gather(images, index), tf.gather(labels, index)))
+
+
 def make_pipeline(
     images: np.ndarray, labels: np.ndarray, batch_size: int, feature_key: str, train: bool,
     seed: Optional[int] = None, shuffle_buffer: Optional[int] = None, replicas=(1, 0),
 ) -> Pipeline:
     """Build a pipeline over in-memory arrays in the default graph, fed through placeholders.
 
-    Training: seeded shuffle, repeat, fixed-size batches, then ``skip(step)`` so that a
-    resumed run, fed its restored global step, sees the same batches as one that never
-    stopped. Evaluation: one pass, the last batch may be short.
+    Training: a seeded full shuffle per epoch, fixed-size batches running on across epochs,
+    started at the restored global step's batch in constant time (``data.shuffle_buffer``
+    smaller than the data keeps TF's buffered shuffle, resumed by skipping), so that a resumed
+    run sees the same batches as one that never stopped. Evaluation: one pass, the last batch
+    may be short.
 
     ``replicas`` = (N, i): a cluster's training task i of N reads every N-th example from the
     i-th, and skips step // N batches (asynchronous replicas share the global step).
@@ -64,18 +92,20 @@ def make_pipeline(
         pixels = images.dtype == np.uint8  # else float images, already scaled (trainer.data.sources.checked_images)
         images_ph = tf1.placeholder(tf.uint8 if pixels else tf.float32, [None, *IMAGE_SHAPE], name="images")
         labels_ph = tf1.placeholder(tf.int64, [None], name="labels")
-        ds = tf.data.Dataset.from_tensor_slices((images_ph, labels_ph))
         skip = None
-        if train:
+        if train and shuffle_buffer and shuffle_buffer < len(images):
+            # A partial shuffle buffer: TF's shuffle, resumed by skipping (time linear in the step).
             skip = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="skip_batches")
-            # A seed of None gives TF's nondeterministic shuffle; the buffer default is a full shuffle.
-            buffer = shuffle_buffer or max(len(images), 1)
+            ds = tf.data.Dataset.from_tensor_slices((images_ph, labels_ph))
             if replicas[0] > 1:
                 ds = ds.shard(replicas[0], replicas[1])
-            ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True).repeat()
+            ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True).repeat()
             ds = ds.batch(batch_size, drop_remainder=True).skip(skip)
+        elif train:
+            skip = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="skip_batches")
+            ds = _shuffled_batches(images_ph, labels_ph, batch_size, seed, replicas, skip)
         else:
-            ds = ds.batch(batch_size)
+            ds = tf.data.Dataset.from_tensor_slices((images_ph, labels_ph)).batch(batch_size)
 
         def to_features(x, y):
             x = tf.cast(tf.expand_dims(x, -1), tf.float32)
