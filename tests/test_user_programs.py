@@ -26,6 +26,7 @@ QUEUES = ["model=model_fn", "model.fn=softmax_queues.model_fn", "+model.params.l
           "data.train_fn=softmax_queues.train_input_fn", "data.eval_fn=softmax_queues.eval_input_fn",
           "train.batch_size=50", "eval.batch_size=64"]
 QUIET = ["log.progress=off", "checkpoint.every_steps=1000"]
+FASHION = "/usr/share/datasets/fashion-mnist"
 
 
 def train(run_dir, *overrides):
@@ -83,6 +84,7 @@ def test_layers_tutorial_predicts_and_exports_the_same_classes(tmp_path):
     np.testing.assert_allclose(out["probabilities"].numpy(), probabilities, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.skipif(not os.path.isdir(FASHION), reason="apt-get install dataset-fashion-mnist (the program reads its files)")
 @pytest.mark.parametrize("session", ["plain", "monitored"])
 def test_model_garden_mnist_keras_model_in_model_fn_until_its_input_ends(tmp_path, session):
     run_dir = tmp_path / "run"

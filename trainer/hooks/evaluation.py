@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from trainer.errors import ConfigError, TrainingError
 from trainer.hooks.cadence import StepCadence
-from trainer.records import MetricsLog
+from trainer.records import MetricsLog, resolve_objective
 
 tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
@@ -49,6 +49,22 @@ def check_examples(examples: int, source: str) -> None:
             f"the evaluation read no example from {source}: its metrics would be computed from nothing. "
             "The eval input must yield at least one batch each time it is built (a finite Dataset, or "
             "tensors from a one-shot iterator or queues)")
+
+
+def objective_metric(objective: str, metric_names) -> str:
+    """The eval metric ``eval.objective`` names among ``metric_names`` (a stand-in for the default
+    one is logged as a warning).
+
+    Raises:
+      ConfigError: ``objective`` names no metric of the model.
+    """
+    try:
+        name, warning = resolve_objective(objective, metric_names)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    if warning:
+        log.warning(warning)
+    return name
 
 
 def format_metrics(values: Dict[str, float]) -> str:

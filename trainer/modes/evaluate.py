@@ -9,12 +9,12 @@ from typing import Dict
 import tensorflow as tf
 
 from trainer.data.sources import load_arrays
-from trainer.errors import CheckpointError, ConfigError
-from trainer.hooks.evaluation import check_examples, evaluate_once, format_metrics
+from trainer.errors import CheckpointError
+from trainer.hooks.evaluation import check_examples, evaluate_once, format_metrics, objective_metric
 from trainer.model.graph import build_eval_graph
 from trainer.model.model_fn import make_run_config
 from trainer.modes.checkpoint import checkpoint_to_read
-from trainer.records import resolve_objective, write_json
+from trainer.records import write_json
 from trainer.session.device import resolve_device, session_config
 
 tf1 = tf.compat.v1
@@ -27,12 +27,7 @@ def evaluate(cfg, workdir: str) -> Dict:
     path = checkpoint_to_read(cfg, cfg.eval.checkpoint)
     arrays = load_arrays(cfg.data)
     evaluation = build_eval_graph(cfg, arrays, device, make_run_config(cfg))
-    try:
-        objective, warning = resolve_objective(cfg.eval.objective, evaluation.metrics)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    if warning:
-        log.warning(warning)
+    objective = objective_metric(cfg.eval.objective, evaluation.metrics)
     with evaluation.graph.as_default():
         scaffold = tf1.train.Scaffold(saver=evaluation.saver)
         creator = tf1.train.ChiefSessionCreator(scaffold=scaffold, config=session_config(cfg.device, device),

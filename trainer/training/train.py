@@ -17,13 +17,13 @@ import tensorflow as tf
 from trainer.checkpoints.guard import claim, metrics_path
 from trainer.checkpoints.intact import latest_step
 from trainer.data.sources import check_training_arrays, load_arrays
-from trainer.errors import ConfigError, Preempted, describe
+from trainer.errors import Preempted, describe
 from trainer.estimator import RunConfig
 from trainer.hooks.assembly import RunParts, UserHooks, make_training_hooks, make_user_hooks
-from trainer.hooks.evaluation import EvalHook, SeparateEvaluation, SharedEvaluation, format_metrics
+from trainer.hooks.evaluation import EvalHook, SeparateEvaluation, SharedEvaluation, format_metrics, objective_metric
 from trainer.model.graph import TrainGraph, build_eval_graph, build_graph, single_process
 from trainer.model.model_fn import make_run_config
-from trainer.records import MetricsLog, read_json, resolve_objective, write_json
+from trainer.records import MetricsLog, read_json, write_json
 from trainer.session.device import resolve_device, session_config, visible_gpus
 from trainer.session.environment import import_secs, set_determinism
 from trainer.session.factory import SessionOptions, open_session
@@ -71,7 +71,8 @@ def train(cfg, workdir: str, cluster=None) -> Dict:
         user = make_user_hooks(cfg)
     evaluation = _evaluation(cfg, graph, arrays, device, run_config)
     # Checked before the first step (the chief evaluates): a wrong name fails now, not after training.
-    objective = _objective(cfg, evaluation) if cluster is None or cluster.role.is_chief else cfg.eval.objective
+    objective = (objective_metric(cfg.eval.objective, evaluation.metric_names())
+                 if cluster is None or cluster.role.is_chief else cfg.eval.objective)
     run = _Run(cfg, workdir, graph, device, user, cluster, timings, arrays, run_config, evaluation, objective)
     try:
         if cluster is not None and not cluster.role.is_chief:
@@ -98,17 +99,6 @@ def _evaluation(cfg, graph: TrainGraph, arrays, device: str, run_config: RunConf
         variables = tf1.global_variables()
     return SeparateEvaluation(lambda: build_eval_graph(cfg, arrays, device, run_config), variables,
                               session_config(cfg.device, device))
-
-
-def _objective(cfg, evaluation) -> str:
-    """The eval metric ``eval.objective`` names (or stands in for the default one)."""
-    try:
-        name, warning = resolve_objective(cfg.eval.objective, evaluation.metric_names())
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    if warning:
-        log.warning(warning)
-    return name
 
 
 def _finish(result: Dict, workdir: str, started: float, cluster) -> Dict:
