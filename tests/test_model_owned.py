@@ -1,7 +1,6 @@
 """A model_fn that owns its train op, loss and metric names: exact steps, names kept as the model
 gave them, the objective checked before training, errors that point at the user's code."""
 
-import json
 import os
 import re
 import subprocess

@@ -160,3 +160,11 @@ def poisons_a_variable_from_5(features, labels, mode):
     with tf.control_dependencies([train_op]):
         poison = spare.assign(tf.where(step >= 5, float("nan"), 0.0))
     return spec._replace(train_op=tf.group(train_op, poison))
+
+
+def keras_in_model_fn(features, labels, mode, params):
+    """The Keras-inside-model_fn style: a new Sequential (and new weights) on every call."""
+    model = tf.keras.Sequential([tf.keras.layers.Flatten(), tf.keras.layers.Dense(10)])
+    logits = model(features["x"], training=mode == "train")
+    loss = tf1.losses.sparse_softmax_cross_entropy(labels, logits)
+    return EstimatorSpec(mode=mode, loss=loss, predictions={"classes": tf.argmax(logits, 1)})

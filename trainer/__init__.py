@@ -23,6 +23,9 @@ that it holds for the CLI and for the Python API alike:
   tf-keras installed and this set, TF1 model code runs unchanged.
 - ``TF_CPP_MIN_LOG_LEVEL=2``: TensorFlow's C++ info and warning lines are off
   unless the user set the variable (or ``log.tf_verbose=true``).
+- ``TF_XLA_FLAGS`` gains ``--tf_xla_cpu_global_jit``: ``device.xla=true`` then clusters on the
+  CPU too. TensorFlow reads the flags once, early; they change nothing for a session whose
+  ConfigProto leaves the JIT off (the default).
 
 Nothing here imports TensorFlow.
 """
@@ -32,6 +35,8 @@ from typing import Dict
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+if "--tf_xla_cpu_global_jit" not in os.environ.get("TF_XLA_FLAGS", ""):
+    os.environ["TF_XLA_FLAGS"] = (os.environ.get("TF_XLA_FLAGS", "") + " --tf_xla_cpu_global_jit").strip()
 
 __all__ = ["run"]
 

@@ -70,6 +70,31 @@ def _check_model_params(cfg) -> None:
                           f"{', '.join(sorted(known))}")
 
 
+def precision_refusal(precision: str, device: str):
+    """Why ``device.precision`` cannot run on ``device`` (``"cpu"`` or ``"gpu"``), or None."""
+    if precision == "fp16" and device == "cpu":
+        return ("device.precision=fp16: CPUs have no fast float16 arithmetic (TensorFlow would emulate it, slower "
+                "than fp32); use device.precision=bf16 on a CPU with AVX512_BF16 or AMX, or fp32")
+    if precision == "bf16" and device == "gpu":
+        return ("device.precision=bf16: TensorFlow's mixed-precision graph rewrite for GPUs converts to float16 "
+                "only; use device.precision=fp16 (with loss scaling) or fp32 on a GPU")
+    return None
+
+
+def _check_replicas(cfg) -> None:
+    replicas = cfg.device.replicas
+    _positive("device.replicas", replicas)
+    if replicas == 1:
+        return
+    if cfg.train.batch_size % replicas:
+        raise ConfigError(f"device.replicas={replicas}: train.batch_size={cfg.train.batch_size} does not divide into "
+                          f"{replicas} equal towers; set train.batch_size to a multiple of {replicas}")
+    if cfg.distributed.kind != "none":
+        raise ConfigError(f"device.replicas={replicas} with distributed={cfg.distributed.kind}: towers inside a cluster "
+                          "task are not supported; add training tasks instead (distributed.num_workers) or set "
+                          "device.replicas=1")
+
+
 def validate(cfg) -> None:
     """Raise ConfigError for the first rule ``cfg`` breaks."""
     _check_model_params(cfg)
@@ -109,6 +134,10 @@ def validate(cfg) -> None:
     _positive("device.inter_op_threads", cfg.device.inter_op_threads, allow_zero=True)
     _positive("session.stop_grace_period_secs", cfg.session.stop_grace_period_secs, allow_zero=True)
     _positive("device.gpu_slot", cfg.device.gpu_slot, allow_none=True, allow_zero=True)
+    _check_replicas(cfg)
+    refusal = precision_refusal(str(cfg.device.precision), str(cfg.device.kind))
+    if refusal:
+        raise ConfigError(refusal)
     _positive("session.max_recoveries", cfg.session.max_recoveries, allow_none=True, allow_zero=True)
     _positive("session.recovery_wait_secs", cfg.session.recovery_wait_secs, allow_zero=True)
     _positive("checkpoint.keep_every_n_hours", cfg.checkpoint.keep_every_n_hours)

@@ -35,6 +35,13 @@ class DeviceKind(Choice):
     auto = "auto"
 
 
+class Precision(Choice):
+    fp32 = "fp32"  # float32 everywhere
+    bf16 = "bf16"  # CPU: oneDNN's bfloat16 graph rewrite (fast on CPUs with AVX512_BF16 or AMX)
+    fp16 = "fp16"  # GPU: the CUDA float16 graph rewrite, with dynamic loss scaling
+    auto = "auto"  # bf16 on a CPU with native bfloat16, fp16 on a GPU with tensor cores, else fp32
+
+
 class DistributedKind(Choice):
     none = "none"  # one process
     cluster = "cluster"  # one task of distributed.cluster: distributed.job_name, distributed.task_index
@@ -168,6 +175,9 @@ class DeviceConfig:
     allow_growth: bool = True  # GPU memory grows as needed instead of taking it all at start
     log_placement: bool = False  # log which device each op runs on
     gpu_slot: Optional[int] = None  # use GPU number (gpu_slot mod #GPUs), e.g. ${hydra:job.num} in a parallel sweep
+    precision: Precision = Precision.fp32  # compute precision; variables and checkpoints stay float32
+    xla: bool = False  # XLA auto-clustering (JIT) of the session's graph
+    replicas: int = 1  # towers of the model, one per device (GPUs, or logical CPUs on device=cpu), gradients averaged
 
 
 @dataclass

@@ -23,6 +23,7 @@ from trainer.estimator import EstimatorSpec, ModeKeys, RunConfig
 from trainer.model.model_fn import ModelFn, load_model_fn, model_params
 from trainer.model.names import TRAIN_SUMMARY_COLLECTION, name_tensor
 from trainer.model.scaffold import make_scaffold
+from trainer.model.towers import Tower, split_batch, tower_device, weighted_mean
 from trainer.model.train_op import make_train_op
 
 tf1 = tf.compat.v1
@@ -38,11 +39,19 @@ class Placement:
     local_device: Optional[str] = None  # evaluation's metric variables: this task's own, not the ps's
     replicas: Tuple[int, int] = (1, 0)  # (training tasks, this task's index): the training data's shard
     sync: Optional[Tuple[int, int]] = None  # (replicas_to_aggregate, total replicas): SyncReplicasOptimizer
+    towers: Tuple[str, ...] = ()  # device.replicas > 1: each tower's device (the model's variables on the CPU)
+    loss_scale: bool = False  # fp16: dynamic loss scaling around the optimizer
 
 
-def single_process(device: str) -> Placement:
-    """The placement of a one-process run on ``device`` (``"cpu"`` or ``"gpu"``)."""
-    return Placement(model_device="/device:GPU:0" if device == "gpu" else None)
+def single_process(device: str, replicas: int = 1, precision: str = "fp32") -> Placement:
+    """The placement of a one-process run on ``device`` (``"cpu"`` or ``"gpu"``), with ``replicas``
+    towers (logical CPU devices on the CPU) and ``precision``'s loss scaling."""
+    towers = ()
+    if replicas > 1:
+        kind = "GPU" if device == "gpu" else "CPU"
+        towers = tuple(f"/device:{kind}:{i}" for i in range(replicas))
+    return Placement(model_device="/device:GPU:0" if device == "gpu" else None, towers=towers,
+                     loss_scale=precision == "fp16")
 
 
 @dataclass(frozen=True)
@@ -126,15 +135,76 @@ def _add_train_accuracy(spec, labels) -> None:
         name_tensor("accuracy", tf.reduce_mean(tf.cast(tf.equal(classes, labels), tf.float32), name="train_accuracy"))
 
 
-def _train_part(model: _Model, train_input, global_step, sync):
+def _no_loss(cfg):
+    return ConfigError(f"model.fn={cfg.model.fn} returned no loss for mode train")
+
+
+def _towers(model: _Model, train_input: Pipeline, devices: Tuple[str, ...]):
+    """The model_fn once per device on its share of the batch (see ``trainer.model.towers``).
+
+    Returns:
+      (tower 0's spec, the Towers, the update ops of tower 0).
+    """
+    cfg, replicas = model.cfg, len(devices)
+    graph = tf1.get_default_graph()
+    towers, specs, update_ops, kept_summaries = [], [], [], []
+    shares = split_batch(train_input.features, train_input.labels, replicas)
+    for i, (device, (features, labels, size)) in enumerate(zip(devices, shares)):
+        variables = set(tf1.global_variables())
+        updates_before = len(tf1.get_collection(tf1.GraphKeys.UPDATE_OPS))
+        share = Pipeline(features, labels, None, train_input.feeds)
+        scope = tf.name_scope(f"tower_{i}") if i else contextlib.nullcontext()
+        with tf1.device(tower_device(device, "/device:CPU:0")), scope:
+            spec = model.call(share, ModeKeys.TRAIN, reuse=i > 0)
+        if spec.loss is None:
+            raise _no_loss(cfg)
+        if i == 0:
+            if spec.train_op is not None:
+                raise ConfigError(f"device.replicas={replicas}: model.fn={cfg.model.fn} returns its own train_op, which "
+                                  "the runner cannot replicate; return no train_op, or set device.replicas=1")
+            update_ops = tf1.get_collection(tf1.GraphKeys.UPDATE_OPS)[updates_before:]
+            kept_summaries = list(tf1.get_collection(tf1.GraphKeys.SUMMARIES))
+        else:
+            created = sorted(v.op.name for v in set(tf1.global_variables()) - variables)
+            if created:
+                raise ConfigError(f"device.replicas={replicas}: model.fn={cfg.model.fn} makes new variables on each call "
+                                  f"({', '.join(created[:3])}: a Keras model or tf.Variable built inside it), so the "
+                                  "towers cannot share weights; use tf.compat.v1.layers or get_variable, or set "
+                                  "device.replicas=1")
+        with tf.device(device):
+            examples = tf.cast(size, tf.float32)
+        towers.append(Tower(device, spec.loss, examples))
+        specs.append(spec)
+    # Towers 1.. repeat tower 0's summaries and update ops: one copy (tower 0's) is kept.
+    graph.get_collection_ref(tf1.GraphKeys.SUMMARIES)[:] = kept_summaries
+    graph.get_collection_ref(tf1.GraphKeys.UPDATE_OPS)[:] = update_ops
+    return specs, towers, update_ops
+
+
+def _add_towers_accuracy(specs, labels) -> None:
+    predictions = [s.predictions for s in specs]
+    if labels is not None and all(isinstance(p, dict) and "classes" in p for p in predictions):
+        classes = tf.concat([p["classes"] for p in predictions], axis=0)
+        _add_train_accuracy(EstimatorSpec(mode=ModeKeys.TRAIN, predictions={"classes": classes}), labels)
+
+
+def _train_part(model: _Model, train_input, global_step, placement: Placement):
     """TRAIN mode: the spec, the loss, the NaN guard and the train op (the model's own, or one from config)."""
-    cfg = model.cfg
-    spec = model.call(train_input, ModeKeys.TRAIN)
-    if spec.loss is None:
-        raise ConfigError(f"model.fn={cfg.model.fn} returned no loss for mode train")
-    loss = tf.identity(spec.loss, name="loss")
+    cfg, sync = model.cfg, placement.sync
+    towers = None
+    if len(placement.towers) > 1:
+        specs, towers, update_ops = _towers(model, train_input, placement.towers)
+        spec = specs[0]
+        loss = weighted_mean([t.loss for t in towers], towers, name="loss")
+        _add_towers_accuracy(specs, train_input.labels)
+    else:
+        spec = model.call(train_input, ModeKeys.TRAIN)
+        if spec.loss is None:
+            raise _no_loss(cfg)
+        loss = tf.identity(spec.loss, name="loss")
+        _add_train_accuracy(spec, train_input.labels)
+        update_ops = tf1.get_collection(tf1.GraphKeys.UPDATE_OPS)
     name_tensor("loss", loss)
-    _add_train_accuracy(spec, train_input.labels)
     loss_is_finite = tf.math.is_finite(loss, name="loss_is_finite")
     # The global step as this run found it: the runner's train op waits for this read, so hooks
     # fetching it know the step exactly (a plain read of the variable races the update).
@@ -150,7 +220,8 @@ def _train_part(model: _Model, train_input, global_step, sync):
         return spec, loss, loss_is_finite, step_before, spec.train_op, None
     with tf.control_dependencies([step_before]):
         train_op, sync_optimizer, step_ok = make_train_op(
-            cfg.optimizer, spec.loss, global_step, tf1.get_collection(tf1.GraphKeys.UPDATE_OPS), loss_is_finite, sync)
+            cfg.optimizer, spec.loss if towers is None else towers, global_step, update_ops, loss_is_finite, sync,
+            loss_scale=placement.loss_scale)
     return spec, loss, step_ok, step_before, train_op, sync_optimizer
 
 
@@ -256,7 +327,7 @@ def _build(cfg, arrays, placement: Placement, run_config, shared_eval: bool) -> 
             train_input = make_train_input(cfg, arrays, model.params, model.run_config, placement.replicas)
         with _device(placement.model_device):
             spec, loss, loss_is_finite, step_before, train_op, sync_optimizer = _train_part(
-                model, train_input, global_step, placement.sync)
+                model, train_input, global_step, placement)
             step_after = _step_after(train_op, global_step)
             train_summaries = list(tf1.get_collection(tf1.GraphKeys.SUMMARIES))
             evaluation = _shared_eval(model, arrays, placement, global_step) if shared_eval else None

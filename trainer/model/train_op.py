@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from trainer.config.targets import instantiate
 from trainer.model.names import name_tensor
+from trainer.model.towers import average_gradients
 
 tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
@@ -52,31 +53,61 @@ def _name_learning_rate(optimizer) -> None:
     name_tensor("learning_rate", tf.identity(tf.cast(rate, tf.float32), name="learning_rate"))
 
 
-def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, sync=None):
+def _loss_scaled(optimizer):
+    """``optimizer`` with dynamic loss scaling (fp16). Its loss-scale state is local to the session
+    (reset on restart, as it adapts within a few steps), so checkpoints keep the fp32 variables only
+    and restore under any precision."""
+    graph = tf1.get_default_graph()
+    variables = set(tf1.global_variables())
+    scaled = tf1.train.experimental.MixedPrecisionLossScaleOptimizer(optimizer, loss_scale="dynamic")
+    kept = graph.get_collection_ref(tf1.GraphKeys.GLOBAL_VARIABLES)
+    for v in [v for v in kept if v not in variables]:
+        kept.remove(v)
+        graph.add_to_collection(tf1.GraphKeys.LOCAL_VARIABLES, v)
+    return scaled
+
+
+def _gradients(optimizer, loss_or_towers, update_ops):
+    """(gradient, variable) pairs of one loss, or of towers' losses averaged by their examples."""
+    with tf.control_dependencies(update_ops):
+        if not isinstance(loss_or_towers, list):
+            return optimizer.compute_gradients(loss_or_towers)
+        per_tower = []
+        for tower in loss_or_towers:
+            with tf.device(tower.device):
+                per_tower.append(optimizer.compute_gradients(tower.loss, colocate_gradients_with_ops=True))
+    with tf.device("/device:CPU:0"):
+        return average_gradients(per_tower, loss_or_towers)
+
+
+def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, sync=None, loss_scale=False):
     """``optimizer.minimize`` after the model's update ops (batch-norm statistics), guarded: a step
     whose loss or gradient norm is NaN or Inf only advances the global step; the weights, the
     optimizer's slots and the model's update-op state (read before the step) stay as they were,
     so bad values never reach a checkpoint.
 
+    ``loss`` is a tensor, or a list of ``trainer.model.towers.Tower`` whose gradients are averaged.
     ``sync`` = (replicas_to_aggregate, total_num_replicas) wraps the optimizer in
-    SyncReplicasOptimizer (unguarded: its queues cannot live in a cond branch).
+    SyncReplicasOptimizer (unguarded: its queues cannot live in a cond branch). ``loss_scale``
+    wraps it in dynamic loss scaling: an overflowing fp16 step is then the loss scaler's to skip
+    (it lowers the scale), so only a non-finite loss counts as a bad step.
 
     Returns:
       (train_op, the SyncReplicasOptimizer or None, a bool tensor: the step was applied).
     """
     optimizer = make_optimizer(optimizer_cfg)
     _name_learning_rate(optimizer)
+    if loss_scale:
+        optimizer = _loss_scaled(optimizer)
     if sync is not None:
         optimizer = tf1.train.SyncReplicasOptimizer(optimizer, replicas_to_aggregate=sync[0],
                                                     total_num_replicas=sync[1])
-        with tf.control_dependencies(update_ops):
-            grads_and_vars = optimizer.compute_gradients(loss)
+        grads_and_vars = _gradients(optimizer, loss, update_ops)
         return optimizer.apply_gradients(grads_and_vars, global_step=global_step), optimizer, loss_is_finite
     before = _snapshot_before(update_ops, global_step)
-    with tf.control_dependencies(update_ops):
-        grads_and_vars = optimizer.compute_gradients(loss)
+    grads_and_vars = _gradients(optimizer, loss, update_ops)
     grads = [g for g, _ in grads_and_vars if g is not None]
-    grads_finite = tf.math.is_finite(tf.linalg.global_norm(grads)) if grads else tf.constant(True)
+    grads_finite = tf.math.is_finite(tf.linalg.global_norm(grads)) if grads and not loss_scale else tf.constant(True)
     step_ok = tf.logical_and(loss_is_finite, grads_finite, name="step_is_finite")
 
     def skip():

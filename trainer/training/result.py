@@ -42,7 +42,8 @@ def worker_record(run, stats, preemption) -> Dict:
         "global_step": int(stats.last[1]) + 1 if stats.last is not None else None, "local_steps": stats.steps,
         "loss": None, "session": str(cfg.session.kind),
         "steps_per_sec": stats.steps / stats.train_secs if stats.train_secs > 0 else None,
-        "model": cfg.model.name, "data": cfg.data.name, "device": device, "timings": _rounded(timings),
+        "model": cfg.model.name, "data": cfg.data.name, "device": device, "precision": run.precision,
+        "timings": _rounded(timings),
     }
     if preemption.signum is not None:
         record.update(message=f"stopped by {_preemption(preemption)}", exit_code=preemption.exit_code)
@@ -63,7 +64,7 @@ def chief_record(run, start_step: int, metrics, stats, preemption) -> Dict:
         "global_step": int(final_step), "start_step": int(start_step), "loss": metrics.train.get("loss"),
         "steps_per_sec": (final_step - start_step) / stats.train_secs if stats.train_secs > 0 else None,
         "session": str(cfg.session.kind), "model": cfg.model.name, "data": cfg.data.name, "device": device,
-        "checkpoint_dir": cfg.checkpoint.dir, "timings": _rounded(timings), "max_steps": cfg.train.max_steps,
+        "precision": run.precision, "checkpoint_dir": cfg.checkpoint.dir, "timings": _rounded(timings), "max_steps": cfg.train.max_steps,
         "stop_reason": stop_reason(cfg.train.max_steps, final_step, stats, preemption),
     }
     if cluster is not None:

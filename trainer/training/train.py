@@ -24,7 +24,7 @@ from trainer.hooks.evaluation import EvalHook, SeparateEvaluation, SharedEvaluat
 from trainer.model.graph import TrainGraph, build_eval_graph, build_graph, single_process
 from trainer.model.model_fn import make_run_config
 from trainer.records import MetricsLog, read_json, write_json
-from trainer.session.device import resolve_device, session_config, visible_gpus
+from trainer.session.device import check_replicas, resolve_device, resolve_precision, session_config, visible_gpus
 from trainer.session.environment import import_secs, set_determinism
 from trainer.session.factory import SessionOptions, open_session
 from trainer.training.loop import LoopStats, checkpoint_saver, run_loop
@@ -58,13 +58,18 @@ def train(cfg, workdir: str, cluster=None) -> Dict:
     timings = {"tensorflow_import": import_secs()}
     set_determinism(cfg.train.deterministic)
     device = resolve_device(cfg.device)
+    precision = resolve_precision(cfg.device, device)
+    check_replicas(cfg.device, device)
     mark = time.time()
     arrays = load_arrays(cfg.data)
     check_training_arrays(arrays, cfg.train.batch_size)
     timings["data"] = time.time() - mark
     mark = time.time()
     run_config = make_run_config(cfg, cluster.role if cluster is not None else None)
-    placement = cluster.placement(device) if cluster is not None else single_process(device)
+    if cluster is not None:
+        placement = replace(cluster.placement(device), loss_scale=precision == "fp16")
+    else:
+        placement = single_process(device, int(cfg.device.replicas), precision)
     graph = build_graph(cfg, arrays, placement, run_config)
     timings["graph"] = time.time() - mark
     with graph.graph.as_default():
@@ -73,7 +78,7 @@ def train(cfg, workdir: str, cluster=None) -> Dict:
     # Checked before the first step (the chief evaluates): a wrong name fails now, not after training.
     objective = (objective_metric(cfg.eval.objective, evaluation.metric_names())
                  if cluster is None or cluster.role.is_chief else cfg.eval.objective)
-    run = _Run(cfg, workdir, graph, device, user, cluster, timings, arrays, run_config, evaluation, objective)
+    run = _Run(cfg, workdir, graph, device, user, cluster, timings, arrays, run_config, evaluation, objective, precision)
     try:
         if cluster is not None and not cluster.role.is_chief:
             os.makedirs(workdir, exist_ok=True)  # a worker never touches the chief's checkpoint dir
@@ -153,13 +158,15 @@ class _Run:
     run_config: RunConfig
     evaluation: object  # a SharedEvaluation or SeparateEvaluation
     objective: str  # the eval metric eval.objective resolved to
+    precision: str = "fp32"  # the compute precision device.precision resolved to
 
     @property
     def is_chief(self) -> bool:
         return self.cluster is None or self.cluster.role.is_chief
 
     def session_config(self):
-        config = session_config(self.cfg.device, self.device, len(visible_gpus()) if self.device == "gpu" else 0)
+        config = session_config(self.cfg.device, self.device, len(visible_gpus()) if self.device == "gpu" else 0,
+                                self.precision)
         if self.cluster is not None:
             config.device_filters.extend(self.cluster.device_filters())
         return config
@@ -206,7 +213,9 @@ class _Run:
         if self.is_chief:
             log.info("checkpoint.dir %s: %s", ckpt_dir, f"resuming from step {start_step}" if start_step else "new run")
             log.info("hooks (chief): %s", ", ".join(type(h).__name__ for h in hooks.chief))
-        log.info("session=%s device=%s model=%s data=%s", cfg.session.kind, self.device, cfg.model.name, cfg.data.name)
+        log.info("session=%s device=%s%s precision=%s%s model=%s data=%s", cfg.session.kind, self.device,
+                 f" replicas={cfg.device.replicas}" if cfg.device.replicas > 1 else "", self.precision,
+                 " xla=on" if cfg.device.xla else "", cfg.model.name, cfg.data.name)
         log.info("hooks (all): %s", ", ".join(type(h).__name__ for h in hooks.every))
         config, options = self.session_config(), self.session_options()
 
