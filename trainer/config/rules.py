@@ -81,6 +81,62 @@ def precision_refusal(precision: str, device: str):
     return None
 
 
+def _finite_rate(key, value, allow_zero=False) -> None:
+    if value is None or not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ConfigError(f"{key}={value}: must be a finite number {bound}; set {key} to a number {bound}")
+
+
+def _check_optimizer(cfg) -> None:
+    """The schedule, clipping and weight-decay keys (``trainer.model.schedules``)."""
+    opt = cfg.optimizer
+    schedule = str(opt.get("schedule", "constant"))
+    lr = opt.get("learning_rate")
+    if lr is not None and not (lr > 0 and math.isfinite(lr)) and schedule != "piecewise":
+        raise ConfigError(f"optimizer.learning_rate={lr}: must be a finite number > 0; e.g. optimizer.learning_rate=1e-3")
+    if "schedule" not in opt:
+        return  # an optimizer config of the user's own, without the runner's keys
+    warmup = opt.warmup_steps
+    if warmup < 0:
+        raise ConfigError(f"optimizer.warmup_steps={warmup}: must be >= 0; set optimizer.warmup_steps=N or 0")
+    max_steps = cfg.train.max_steps
+    if warmup and max_steps is not None and warmup >= max_steps:
+        raise ConfigError(f"optimizer.warmup_steps={warmup}: not below train.max_steps={max_steps}; warm up over fewer "
+                          "steps")
+    _positive("optimizer.decay_steps", opt.decay_steps, allow_none=True)
+    if schedule == "exponential":
+        if not opt.decay_steps:
+            raise ConfigError("optimizer.schedule=exponential needs optimizer.decay_steps (the steps per factor of "
+                              "decay_rate); e.g. optimizer.decay_steps=1000")
+        _finite_rate("optimizer.decay_rate", opt.decay_rate)
+    if schedule in ("polynomial", "cosine"):
+        _finite_rate("optimizer.end_learning_rate", opt.end_learning_rate, allow_zero=True)
+        _finite_rate("optimizer.power", opt.power)
+        if not opt.decay_steps and max_steps is None:
+            raise ConfigError(f"optimizer.schedule={schedule} decays to train.max_steps, which is null; set "
+                              "optimizer.decay_steps=N")
+    if schedule == "piecewise":
+        boundaries, values = list(opt.boundaries), [float(v) for v in opt["values"]]
+        if len(values) != len(boundaries) + 1:
+            raise ConfigError(f"optimizer.values has {len(values)} rates for {len(boundaries)} boundaries; give "
+                              "len(boundaries) + 1 rates, e.g. optimizer.boundaries=[1000,1500] "
+                              "optimizer.values=[0.1,0.01,0.001]")
+        if any(b <= 0 for b in boundaries) or any(b2 <= b1 for b1, b2 in zip(boundaries, boundaries[1:])):
+            raise ConfigError(f"optimizer.boundaries={boundaries}: must increase, from a step > 0")
+        if not all(math.isfinite(v) and v > 0 for v in values):
+            raise ConfigError(f"optimizer.values={values}: every rate must be a finite number > 0")
+    if opt.clip_norm is not None:
+        _finite_rate("optimizer.clip_norm", opt.clip_norm)
+    _finite_rate("optimizer.weight_decay", opt.weight_decay, allow_zero=True)
+    ema = cfg.train.ema_decay
+    if ema is not None and not (0 < ema < 1):
+        raise ConfigError(f"train.ema_decay={ema}: must lie between 0 and 1 (e.g. 0.999), or null for no averaging")
+    if cfg.distributed.sync_replicas and (opt.weight_decay or ema):
+        key = "optimizer.weight_decay" if opt.weight_decay else "train.ema_decay"
+        raise ConfigError(f"{key} with distributed.sync_replicas=true: the update is applied by SyncReplicasOptimizer "
+                          f"on the chief alone, which the runner cannot extend; drop {key} or sync_replicas")
+
+
 def _check_replicas(cfg) -> None:
     replicas = cfg.device.replicas
     _positive("device.replicas", replicas)
@@ -129,6 +185,7 @@ def validate(cfg) -> None:
     _positive("log.every_steps", cfg.log.every_steps)
     _positive("data.train_examples", cfg.data.train_examples, allow_none=True)
     _positive("data.test_examples", cfg.data.test_examples, allow_none=True)
+    _positive("data.validation_examples", cfg.data.get("validation_examples"), allow_none=True)
     _positive("data.shuffle_buffer", cfg.data.shuffle_buffer, allow_none=True)
     _positive("device.intra_op_threads", cfg.device.intra_op_threads, allow_zero=True)
     _positive("device.inter_op_threads", cfg.device.inter_op_threads, allow_zero=True)
@@ -148,9 +205,7 @@ def validate(cfg) -> None:
         raise ConfigError(f"init_from.checkpoint={start}: no such checkpoint or dir; give a checkpoint prefix or a run's checkpoints/ dir")
     if cfg.checkpoint.dir:
         check_writable_dir(cfg.checkpoint.dir, "checkpoint.dir")
-    lr = cfg.optimizer.get("learning_rate")
-    if lr is not None and not (lr > 0 and math.isfinite(lr)):
-        raise ConfigError(f"optimizer.learning_rate={lr}: must be a finite number > 0; e.g. optimizer.learning_rate=1e-3")
+    _check_optimizer(cfg)
     if not cfg.data.feature_key:
         raise ConfigError("data.feature_key is empty; set data.feature_key=x")
     if cfg.eval.direction not in ("auto", "maximize", "minimize"):

@@ -42,6 +42,14 @@ class Precision(Choice):
     auto = "auto"  # bf16 on a CPU with native bfloat16, fp16 on a GPU with tensor cores, else fp32
 
 
+class Schedule(Choice):
+    constant = "constant"  # optimizer.learning_rate throughout
+    exponential = "exponential"  # learning_rate * decay_rate ** (step / decay_steps)
+    piecewise = "piecewise"  # values[i] between boundaries (absolute global steps)
+    polynomial = "polynomial"  # from learning_rate to end_learning_rate over decay_steps (or max_steps), ** power
+    cosine = "cosine"  # a half cosine from learning_rate to end_learning_rate over decay_steps (or max_steps)
+
+
 class DistributedKind(Choice):
     none = "none"  # one process
     cluster = "cluster"  # one task of distributed.cluster: distributed.job_name, distributed.task_index
@@ -125,6 +133,7 @@ class DataConfig:
     feature_key: str = "x"  # model_fn receives features as {feature_key: images}
     train_examples: Optional[int] = None  # use the first N training examples (synthetic: how many to make)
     test_examples: Optional[int] = None  # use the first N test examples (synthetic: how many to make)
+    validation_examples: Optional[int] = None  # evaluate on the last N training examples (held out), not the test split
     shuffle_buffer: Optional[int] = None  # null: the whole training split (a full shuffle)
     train_fn: Optional[str] = None  # data=input_fn: dotted path of the training input_fn
     eval_fn: Optional[str] = None  # data=input_fn: dotted path of the evaluation input_fn (a finite Dataset)
@@ -134,6 +143,18 @@ class DataConfig:
 class OptimizerConfig:
     _target_: str = MISSING  # a tf.compat.v1.train.Optimizer class, or your own
     learning_rate: float = MISSING
+    # Read by the runner, not passed to the optimizer (trainer/model/schedules.py):
+    schedule: Schedule = Schedule.constant  # the learning rate as a function of the global step
+    warmup_steps: int = 0  # linear warm-up from 0 to the schedule's first rate over the first N steps
+    decay_steps: Optional[int] = None  # exponential: steps per decay_rate; polynomial/cosine: horizon (null: max_steps)
+    decay_rate: float = 0.5  # exponential
+    staircase: bool = False  # exponential: decay in whole steps of decay_steps
+    boundaries: List[int] = field(default_factory=list)  # piecewise: global steps where the rate changes
+    values: List[float] = field(default_factory=list)  # piecewise: len(boundaries) + 1 rates
+    end_learning_rate: float = 0.0  # polynomial and cosine: the final rate
+    power: float = 1.0  # polynomial
+    clip_norm: Optional[float] = None  # clip the gradients to this global norm
+    weight_decay: float = 0.0  # decoupled weight decay per step (as tf.contrib.opt.AdamWOptimizer), scaled by the schedule
 
 
 @dataclass
@@ -157,6 +178,11 @@ class AdamConfig(OptimizerConfig):
     beta1: float = 0.9
     beta2: float = 0.999
     epsilon: float = 1e-8
+
+
+@dataclass
+class AdamWConfig(AdamConfig):
+    weight_decay: float = 1e-4
 
 
 @dataclass
@@ -206,6 +232,7 @@ class TrainConfig:
     deterministic: bool = False  # tf.config.experimental.enable_op_determinism(): bitwise-exact resumption
     on_nan: OnNan = OnNan.stop  # what a NaN or Inf loss (or gradient norm) does
     max_skipped_steps: int = 10  # on_nan=skip_step: fail after this many skipped steps in a row
+    ema_decay: Optional[float] = None  # keep a moving average of the weights; evaluate, predict and export with it
     stalled_steps_limit: int = 100  # fail when the global step stays the same this many steps in a row; 0: off
 
 
@@ -322,6 +349,7 @@ def register_configs() -> None:
     cs.store(group="optimizer", name="base_sgd", node=SGDConfig)
     cs.store(group="optimizer", name="base_momentum", node=MomentumConfig)
     cs.store(group="optimizer", name="base_adam", node=AdamConfig)
+    cs.store(group="optimizer", name="base_adamw", node=AdamWConfig)
     cs.store(group="session", name="base_session", node=SessionConfig)
     cs.store(group="device", name="base_device", node=DeviceConfig)
     cs.store(group="distributed", name="base_distributed", node=DistributedConfig)

@@ -306,7 +306,8 @@ def load_arrays(data_cfg) -> Optional[Arrays]:
     if name == "input_fn":
         return None
     if name == "synthetic":
-        return make_synthetic(data_cfg.train_examples or 6000, data_cfg.test_examples or 1000)
+        return _held_out(make_synthetic(data_cfg.train_examples or 6000, data_cfg.test_examples or 1000),
+                         data_cfg.get("validation_examples"))
     if name == "mnist":
         arrays = load_mnist(data_cfg.path, data_cfg.download, data_cfg.download_dir)
     elif name == "fashion_mnist":
@@ -314,7 +315,22 @@ def load_arrays(data_cfg) -> Optional[Arrays]:
     else:
         raise NotImplementedError(f"data.name={name!r} has no loader; use mnist, fashion_mnist or synthetic")
     n, m = data_cfg.train_examples, data_cfg.test_examples
-    return Arrays(arrays.train_x[:n], arrays.train_y[:n], arrays.test_x[:m], arrays.test_y[:m])
+    return _held_out(Arrays(arrays.train_x[:n], arrays.train_y[:n], arrays.test_x[:m], arrays.test_y[:m]),
+                     data_cfg.get("validation_examples"))
+
+
+def _held_out(arrays: Arrays, validation_examples: Optional[int]) -> Arrays:
+    """With ``data.validation_examples=N``: the last N training examples become the evaluation split
+    (the test split is left unread, for choosing a recipe without tuning on it)."""
+    if not validation_examples:
+        return arrays
+    if validation_examples >= len(arrays.train_x):
+        raise ConfigError(f"data.validation_examples={validation_examples}: not below the {len(arrays.train_x)} "
+                          "training examples; hold out fewer")
+    cut = len(arrays.train_x) - validation_examples
+    log.info("evaluating on a validation split: the last %d of %d training examples (the test split is not read)",
+             validation_examples, len(arrays.train_x))
+    return Arrays(arrays.train_x[:cut], arrays.train_y[:cut], arrays.train_x[cut:], arrays.train_y[cut:])
 
 
 def load_prediction_input(path: str) -> np.ndarray:

@@ -91,9 +91,9 @@ class SeparateEvaluation:
     read again (an input_fn's tensors), else built once.
     """
 
-    def __init__(self, build: Callable, train_variables: List, config):
+    def __init__(self, build: Callable, train_variables: Dict[str, object], config):
         self._build = build  # () -> EvalGraph
-        self._train = {v.op.name: v for v in train_variables}
+        self._train = dict(train_variables)  # eval variable name -> what the training session reads for it
         self._config = config
         self._cached = None  # (EvalGraph, Scaffold) while the graph can be used again
         self._weights = {}

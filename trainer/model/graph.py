@@ -21,8 +21,10 @@ from trainer.data.pipelines import Pipeline, batch_size_of, make_eval_input, mak
 from trainer.errors import ConfigError
 from trainer.estimator import EstimatorSpec, ModeKeys, RunConfig
 from trainer.model.model_fn import ModelFn, load_model_fn, model_params
+from trainer.model.averaging import averaged_train_op, averages_getter, make_average, restore_map
 from trainer.model.names import TRAIN_SUMMARY_COLLECTION, name_tensor
 from trainer.model.scaffold import make_scaffold
+from trainer.model.schedules import is_constant
 from trainer.model.towers import Tower, split_batch, tower_device, weighted_mean
 from trainer.model.train_op import make_train_op
 
@@ -88,6 +90,7 @@ class TrainGraph:
     sync_release_op: Optional[object] = None  # ... and an op handing every worker a token at the end
     exit_saver: Optional[object] = None  # saves the state after an error, deleting no older checkpoint
     weights_finite: Optional[object] = None  # every float variable is finite
+    average: Optional[object] = None  # train.ema_decay: the ExponentialMovingAverage of the trainable variables
 
 
 class NotShareable(Exception):
@@ -118,8 +121,8 @@ class _Model:
     params: dict
     run_config: RunConfig
 
-    def call(self, pipeline: Pipeline, mode: str, reuse: bool = False) -> EstimatorSpec:
-        with tf1.variable_scope(tf1.get_variable_scope(), reuse=True if reuse else None):
+    def call(self, pipeline: Pipeline, mode: str, reuse: bool = False, getter=None) -> EstimatorSpec:
+        with tf1.variable_scope(tf1.get_variable_scope(), reuse=True if reuse else None, custom_getter=getter):
             return self.fn(pipeline.features, pipeline.labels, mode, self.params, self.run_config)
 
 
@@ -217,11 +220,14 @@ def _train_part(model: _Model, train_input, global_step, placement: Placement):
         if cfg.train.on_nan == "skip_step":
             raise ConfigError(f"train.on_nan=skip_step: model.fn={cfg.model.fn} returns its own train_op, which the "
                               "runner cannot guard; use train.on_nan=stop or return no train_op")
+        if not is_constant(cfg.optimizer) or cfg.optimizer.get("clip_norm") or cfg.optimizer.get("weight_decay"):
+            raise ConfigError(f"optimizer.schedule/clip_norm/weight_decay: model.fn={cfg.model.fn} returns its own "
+                              "train_op, built with its own optimizer; drop those keys or return no train_op")
         return spec, loss, loss_is_finite, step_before, spec.train_op, None
     with tf.control_dependencies([step_before]):
         train_op, sync_optimizer, step_ok = make_train_op(
             cfg.optimizer, spec.loss if towers is None else towers, global_step, update_ops, loss_is_finite, sync,
-            loss_scale=placement.loss_scale)
+            loss_scale=placement.loss_scale, max_steps=cfg.train.max_steps, schedule_step=step_before)
     return spec, loss, step_ok, step_before, train_op, sync_optimizer
 
 
@@ -249,7 +255,7 @@ def _metrics(eval_spec, eval_input, local_device=None):
     return metrics, update_op, examples
 
 
-def _shared_eval(model: _Model, arrays, placement: Placement, global_step) -> EvalGraph:
+def _shared_eval(model: _Model, arrays, placement: Placement, global_step, average=None) -> EvalGraph:
     """EVAL mode in the training graph, reusing TRAIN's variables (its reset op is added once the
     graph's metric variables all exist).
 
@@ -263,7 +269,8 @@ def _shared_eval(model: _Model, arrays, placement: Placement, global_step) -> Ev
     variables = set(tf1.global_variables())
     with _device(placement.local_device):
         try:
-            eval_spec = model.call(eval_input, ModeKeys.EVAL, reuse=True)
+            eval_spec = model.call(eval_input, ModeKeys.EVAL, reuse=True,
+                                   getter=averages_getter(average) if average is not None else None)
         except ValueError as e:
             raise NotShareable(f"calling model.fn again for EVAL makes variables of its own ({e})") from None
     created = sorted(v.op.name for v in set(tf1.global_variables()) - variables)
@@ -328,9 +335,13 @@ def _build(cfg, arrays, placement: Placement, run_config, shared_eval: bool) -> 
         with _device(placement.model_device):
             spec, loss, loss_is_finite, step_before, train_op, sync_optimizer = _train_part(
                 model, train_input, global_step, placement)
+            average = None
+            if cfg.train.ema_decay:
+                average = make_average(cfg.train.ema_decay, global_step)
+                train_op = averaged_train_op(average, train_op, tf1.trainable_variables())
             step_after = _step_after(train_op, global_step)
             train_summaries = list(tf1.get_collection(tf1.GraphKeys.SUMMARIES))
-            evaluation = _shared_eval(model, arrays, placement, global_step) if shared_eval else None
+            evaluation = _shared_eval(model, arrays, placement, global_step, average) if shared_eval else None
         if evaluation is not None:
             reset = tf1.variables_initializer(tf1.get_collection(tf1.GraphKeys.METRIC_VARIABLES))
             evaluation = dataclasses.replace(evaluation, reset_op=reset)
@@ -347,7 +358,7 @@ def _build(cfg, arrays, placement: Placement, run_config, shared_eval: bool) -> 
         graph=graph, global_step=global_step, step_before=step_before, step_after=step_after, loss=loss,
         loss_is_finite=loss_is_finite, train_op=train_op, train_input=train_input, evaluation=evaluation, summary_op=summary_op, saver=saver,
         scaffold=scaffold, spec=spec, sync_optimizer=sync_optimizer, sync_release_op=sync_release_op,
-        exit_saver=exit_saver, weights_finite=weights_finite,
+        exit_saver=exit_saver, weights_finite=weights_finite, average=average,
     )
 
 
@@ -365,7 +376,7 @@ def build_eval_graph(cfg, arrays, device: str, run_config: Optional[RunConfig] =
             eval_spec = model.call(eval_input, ModeKeys.EVAL)
         metrics, update_op, examples = _metrics(eval_spec, eval_input)
         reset = tf1.variables_initializer(tf1.get_collection(tf1.GraphKeys.METRIC_VARIABLES))
-        saver = tf1.train.Saver(var_list=tf1.global_variables(), save_relative_paths=True)
+        saver = tf1.train.Saver(var_list=_restored(cfg), save_relative_paths=True)
     return EvalGraph(graph, global_step, eval_input, metrics, update_op, reset, examples, eval_spec, saver)
 
 
@@ -381,4 +392,9 @@ def build_predict_part(cfg, features, device: str, run_config: Optional[RunConfi
         spec = model.call(Pipeline(features, None, None, lambda step=0: {}), ModeKeys.PREDICT)
     if spec.predictions is None:
         raise ConfigError(f"model.fn={cfg.model.fn} returned no predictions for mode predict")
-    return spec, tf1.train.Saver(save_relative_paths=True), global_step
+    return spec, tf1.train.Saver(var_list=_restored(cfg), save_relative_paths=True), global_step
+
+
+def _restored(cfg):
+    """What a graph without training restores: the weights, or with ``train.ema_decay`` their averages."""
+    return restore_map(cfg.train.ema_decay) if cfg.train.ema_decay else tf1.global_variables()

@@ -6,17 +6,23 @@ from typing import List
 
 import tensorflow as tf
 
-from trainer.config.targets import instantiate
+from trainer.config.targets import instantiate, plain
 from trainer.model.names import name_tensor
+from trainer.model.schedules import SCHEDULE_KEYS, is_constant, learning_rate, peak_rate
 from trainer.model.towers import average_gradients
 
 tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
 
 
-def make_optimizer(optimizer_cfg):
-    """The ``optimizer`` config's Optimizer (its ``_target_`` with the other keys as arguments)."""
-    return instantiate(optimizer_cfg, f"optimizer._target_={optimizer_cfg._target_}")
+def make_optimizer(optimizer_cfg, rate=None):
+    """The ``optimizer`` config's Optimizer: its ``_target_`` with the other keys as arguments, but
+    the runner's own (schedule, clipping, weight decay); ``rate`` (a tensor) replaces ``learning_rate``."""
+    entry = {k: v for k, v in plain(optimizer_cfg).items() if k not in SCHEDULE_KEYS}
+    key = f"optimizer._target_={optimizer_cfg._target_}"
+    if rate is None:
+        return instantiate(entry, key)
+    return instantiate(dict(entry, _partial_=True), key)(learning_rate=rate)
 
 
 def _as_op(op_or_tensor):
@@ -80,7 +86,27 @@ def _gradients(optimizer, loss_or_towers, update_ops):
         return average_gradients(per_tower, loss_or_towers)
 
 
-def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, sync=None, loss_scale=False):
+def _clipped(grads_and_vars, clip_norm, norm):
+    """The gradients scaled so that their global norm is at most ``clip_norm`` (``norm``: their global norm)."""
+    pairs = [(g, v) for g, v in grads_and_vars if g is not None]
+    clipped, _ = tf.clip_by_global_norm([g for g, _ in pairs], clip_norm, use_norm=norm)
+    return [(c, v) for c, (_, v) in zip(clipped, pairs)] + [(g, v) for g, v in grads_and_vars if g is None]
+
+
+def _decayed(optimizer_cfg, rate, grads_and_vars):
+    """Decoupled weight decay (AdamW's): each variable with a gradient shrinks by ``weight_decay`` times the
+    schedule's current fraction of its peak rate, once its gradient has been computed. Returns the ops."""
+    decay = float(optimizer_cfg.get("weight_decay") or 0.0)
+    if not decay:
+        return []
+    fraction = 1.0 if rate is None else rate / peak_rate(optimizer_cfg)
+    with tf1.name_scope("weight_decay"), tf.control_dependencies([g.op for g, _ in grads_and_vars if g is not None]):
+        return [v.assign_sub(decay * tf.cast(fraction, v.dtype.base_dtype) * v.read_value(), read_value=False)
+                for g, v in grads_and_vars if g is not None]
+
+
+def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, sync=None, loss_scale=False,
+                  max_steps=None, schedule_step=None):
     """``optimizer.minimize`` after the model's update ops (batch-norm statistics), guarded: a step
     whose loss or gradient norm is NaN or Inf only advances the global step; the weights, the
     optimizer's slots and the model's update-op state (read before the step) stay as they were,
@@ -92,28 +118,45 @@ def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, 
     wraps it in dynamic loss scaling: an overflowing fp16 step is then the loss scaler's to skip
     (it lowers the scale), so only a non-finite loss counts as a bad step.
 
+    The learning rate follows ``optimizer.schedule`` at ``schedule_step`` (the global step before
+    the update); ``optimizer.clip_norm`` clips the gradients' global norm and
+    ``optimizer.weight_decay`` shrinks the weights before the update.
+
     Returns:
       (train_op, the SyncReplicasOptimizer or None, a bool tensor: the step was applied).
     """
-    optimizer = make_optimizer(optimizer_cfg)
+    rate = None
+    if not is_constant(optimizer_cfg):
+        rate = learning_rate(optimizer_cfg, global_step if schedule_step is None else schedule_step, max_steps)
+    optimizer = make_optimizer(optimizer_cfg, rate)
     _name_learning_rate(optimizer)
+    clip_norm = optimizer_cfg.get("clip_norm")
     if loss_scale:
         optimizer = _loss_scaled(optimizer)
     if sync is not None:
         optimizer = tf1.train.SyncReplicasOptimizer(optimizer, replicas_to_aggregate=sync[0],
                                                     total_num_replicas=sync[1])
         grads_and_vars = _gradients(optimizer, loss, update_ops)
+        if clip_norm:
+            grads_and_vars = _clipped(grads_and_vars, clip_norm,
+                                      tf.linalg.global_norm([g for g, _ in grads_and_vars if g is not None]))
         return optimizer.apply_gradients(grads_and_vars, global_step=global_step), optimizer, loss_is_finite
     before = _snapshot_before(update_ops, global_step)
     grads_and_vars = _gradients(optimizer, loss, update_ops)
     grads = [g for g, _ in grads_and_vars if g is not None]
-    grads_finite = tf.math.is_finite(tf.linalg.global_norm(grads)) if grads and not loss_scale else tf.constant(True)
+    norm = tf.linalg.global_norm(grads, name="gradient_norm") if grads else None
+    grads_finite = tf.math.is_finite(norm) if grads and not loss_scale else tf.constant(True)
     step_ok = tf.logical_and(loss_is_finite, grads_finite, name="step_is_finite")
+    if clip_norm and grads:
+        grads_and_vars = _clipped(grads_and_vars, clip_norm, norm)
+
+    def apply():
+        with tf.control_dependencies(_decayed(optimizer_cfg, rate, grads_and_vars)):
+            return optimizer.apply_gradients(grads_and_vars, global_step=global_step)
 
     def skip():
         restore = [v.assign(value, read_value=False) for v, value in before]
         return tf.group(tf1.assign_add(global_step, 1), *restore)
 
-    train_op = tf1.cond(step_ok, lambda: optimizer.apply_gradients(grads_and_vars, global_step=global_step), skip,
-                        name="train_op")
+    train_op = tf1.cond(step_ok, apply, skip, name="train_op")
     return train_op, None, step_ok

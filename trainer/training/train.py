@@ -101,7 +101,9 @@ def _evaluation(cfg, graph: TrainGraph, arrays, device: str, run_config: RunConf
     if graph.evaluation is not None:
         return SharedEvaluation(graph.evaluation)
     with graph.graph.as_default():
-        variables = tf1.global_variables()
+        variables = {v.op.name: v for v in tf1.global_variables()}
+        if graph.average is not None:  # evaluate the moving averages in place of the weights
+            variables.update({v.op.name: graph.average.average(v) for v in tf1.trainable_variables()})
     return SeparateEvaluation(lambda: build_eval_graph(cfg, arrays, device, run_config), variables,
                               session_config(cfg.device, device))
 
@@ -179,7 +181,11 @@ class _Run:
         return self.cluster.session_options(options, self.graph) if self.cluster is not None else options
 
     def eval_source(self) -> str:
-        return f"data.eval_fn={self.cfg.data.eval_fn}" if self.arrays is None else f"the {self.cfg.data.name} test split"
+        if self.arrays is None:
+            return f"data.eval_fn={self.cfg.data.eval_fn}"
+        if self.cfg.data.get("validation_examples"):
+            return f"the {self.cfg.data.name} validation split (data.validation_examples={self.cfg.data.validation_examples})"
+        return f"the {self.cfg.data.name} test split"
 
     def train_recording_failure(self, start_step: int) -> Dict:
         """:meth:`train`; a failure is recorded in ``metrics.json`` (status, the error, the last step) and raised."""
