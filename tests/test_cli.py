@@ -37,6 +37,7 @@ def test_train_runs_resumes_and_continues(tmp_path):
     assert metrics["global_step"] == 10 and metrics["model"] == "linear"
     assert (run_dir / "checkpoints" / "model.ckpt-10.index").exists()
     assert (run_dir / ".hydra" / "config.yaml").exists() and (run_dir / "train.log").exists()
+    assert os.readlink(tmp_path / "outputs" / "latest") == run_dir.name  # outputs/latest: the newest run
 
     # The same command again: already done, exit 0, nothing trained.
     again = train(tmp_path, *SMALL, "train.max_steps=10")
@@ -54,6 +55,16 @@ def test_train_runs_resumes_and_continues(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert (metrics["start_step"], metrics["global_step"], metrics["model"]) == (20, 30, "linear")
+
+    # resume=outputs/latest continues the newest run; train-report lists the runs (the link not twice).
+    latest = train(tmp_path, "resume=outputs/latest", "train.max_steps=35")
+    assert latest.returncode == 0, latest.stderr
+    assert json.loads((run_dir / "metrics.json").read_text())["global_step"] == 35
+    report = subprocess.run([shutil.which("train-report"), "outputs", "--no-plot"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    rows = [line for line in report.stdout.splitlines() if line.startswith("| ") and "finished" in line]
+    assert len(rows) == 1 and run_dir.name in rows[0] and "| 35 |" in rows[0]
 
 
 @pytest.mark.parametrize("args,fragment", [

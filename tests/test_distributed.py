@@ -204,7 +204,8 @@ def _run_dir(cwd, timeout=120):
     """The chief's run dir, once it exists."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        found = [d for d in glob.glob(os.path.join(cwd, "outputs", "*")) if os.path.exists(os.path.join(d, "checkpoints"))]
+        found = [d for d in glob.glob(os.path.join(cwd, "outputs", "*"))
+                 if not os.path.islink(d) and os.path.exists(os.path.join(d, "checkpoints"))]
         if found:
             return found[0]
         time.sleep(0.2)
@@ -222,7 +223,7 @@ def test_local_cluster_trains_to_max_steps(tmp_path):
     proc = subprocess.run([TRAIN, *CLUSTER_TINY, "distributed=local", f"train.max_steps={max_steps}",
                            "checkpoint.every_steps=100"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
-    (run,) = glob.glob(str(tmp_path / "outputs" / "*"))
+    (run,) = [d for d in glob.glob(str(tmp_path / "outputs" / "*")) if not os.path.islink(d)]  # not outputs/latest
     metrics = json.load(open(os.path.join(run, "metrics.json")))
     assert metrics["status"] == "finished" and metrics["role"] == "worker-0"
     assert max_steps <= metrics["global_step"] <= max_steps + ASYNC_OVERSHOOT

@@ -12,7 +12,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 
 import trainer
-from trainer.cli.paths import register_resolvers
+from trainer.cli.paths import point_latest, register_resolvers
 from trainer.cli.preflight import preflight
 from trainer.cli.resume import resumed_config
 from trainer.config.schema import register_configs
@@ -31,6 +31,8 @@ def task(cfg) -> float:
     hc = HydraConfig.get()
     if hc.mode != RunMode.RUN:
         return run_job(cfg, hc)
+
+    point_latest(hc.runtime.output_dir)
 
     def job():
         if not cfg.resume:

@@ -9,6 +9,7 @@ Multirun job dirs keep every override: jobs of one sweep never share a dir.
 """
 
 import hashlib
+import os
 import re
 
 from omegaconf import OmegaConf
@@ -51,6 +52,28 @@ def run_dir(overrides) -> str:
             return o.split("=", 1)[1]
     kept = [o for o in overrides if override_key(o) not in _SCHEDULE_KEYS and not override_key(o).startswith(_SCHEDULE_PREFIXES)]
     return f"{RUNS_ROOT}/{_name(kept)}"
+
+
+LATEST = "latest"
+
+
+def point_latest(run_dir: str) -> None:
+    """Make ``outputs/latest`` a link to ``run_dir`` when the run dir lies in ``outputs/`` (never
+    replacing a real file or dir of that name); ``train resume=outputs/latest`` then continues it."""
+    root = os.path.abspath(RUNS_ROOT)
+    run_dir = os.path.abspath(run_dir)
+    if os.path.dirname(run_dir) != root or os.path.basename(run_dir) == LATEST:
+        return
+    link = os.path.join(root, LATEST)
+    if os.path.lexists(link) and not os.path.islink(link):
+        return
+    temporary = f"{link}.{os.getpid()}.tmp"
+    try:
+        os.symlink(os.path.basename(run_dir), temporary)
+        os.replace(temporary, link)  # atomic: a concurrent reader sees the old link or the new one
+    except OSError:
+        if os.path.lexists(temporary):
+            os.unlink(temporary)
 
 
 def job_dir(overrides) -> str:
