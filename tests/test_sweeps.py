@@ -162,6 +162,27 @@ def test_joblib_launcher_runs_jobs_in_parallel_processes(tmp_path):
     assert second["started_at"] <= first["finished_at"]  # their runs overlapped
 
 
+def test_submitit_launcher_runs_each_job_in_its_own_process_and_skips_finished_ones(tmp_path):
+    """The documented SLURM path (hydra/launcher=submitit_slurm), through submitit's local executor:
+    the same plugin, job dirs, summary and skip-on-rerun as the other launchers."""
+    args = ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10", "optimizer.learning_rate=0.01,0.001"]
+    proc = sweep(tmp_path, *args)
+    assert proc.returncode == 0, proc.stderr
+    sweep_dir = tmp_path / "sweep"
+    found = jobs(sweep_dir)
+    from trainer.cli.paths import job_dir
+
+    # The job dirs every launcher gives: named from the job's own overrides, nothing of the launcher's.
+    assert sorted(found) == sorted(job_dir([*TINY, f"optimizer.learning_rate={lr}"]) for lr in ("0.01", "0.001"))
+    assert len(found) == 2 and all(m["status"] == "finished" and m["global_step"] == 20 for m in found.values())
+    assert len({m["pid"] for m in found.values()}) == 2  # a process per job
+    assert {r["status"] for r in summary_rows(sweep_dir)} == {"finished"} and len(summary_rows(sweep_dir)) == 2
+    mtimes = {n: (sweep_dir / n / "metrics.json").stat().st_mtime_ns for n in found}
+    again = sweep(tmp_path, *args)
+    assert again.returncode == 0, again.stderr
+    assert {n: (sweep_dir / n / "metrics.json").stat().st_mtime_ns for n in found} == mtimes  # skipped, untouched
+
+
 def test_optuna_sweeper_runs_three_trials(tmp_path):
     proc = sweep(tmp_path, "+sweep=mnist_lr", "hydra.sweeper.n_trials=3")
     assert proc.returncode == 0, proc.stderr
