@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 
+from bench.run import steady_rate
+
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIANTS = {
     "fp32": [],
@@ -42,11 +44,7 @@ def run_variant(name, args, workdir, round_index):
         return {"error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
     with open(os.path.join(run_dir, "metrics.json")) as f:
         metrics = json.load(f)
-    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
-        rows = [json.loads(line) for line in f if '"train"' in line]
-    warm = next(r for r in rows if r["step"] >= args.warmup)
-    last = rows[-1]
-    return {"steps_per_sec": (last["step"] - warm["step"]) / (last["time"] - warm["time"]),
+    return {"steps_per_sec": steady_rate(run_dir, args.warmup),
             "eval_accuracy": metrics.get("eval_accuracy"), "loss": metrics.get("loss"),
             "precision": metrics.get("precision")}
 

@@ -43,6 +43,15 @@ def run_contender(name, args):
     return result
 
 
+def steady_rate(run_dir, warmup):
+    """Steps/s between the first ``metrics.jsonl`` training record at or after ``warmup`` and the last."""
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        rows = [json.loads(line) for line in f if '"train"' in line]
+    warm = next(r for r in rows if r["step"] >= warmup)
+    last = rows[-1]
+    return (last["step"] - warm["step"]) / (last["time"] - warm["time"])
+
+
 def run_train(session, args, workdir, round_index):
     run_dir = os.path.join(workdir, f"{session}-{round_index}")
     total = args.warmup + args.steps
@@ -53,14 +62,10 @@ def run_train(session, args, workdir, round_index):
     started, _ = _popen_json(cmd)
     with open(os.path.join(run_dir, "metrics.json")) as f:
         metrics = json.load(f)
-    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
-        rows = [json.loads(line) for line in f if '"train"' in line]
-    warm = next(r for r in rows if r["step"] >= args.warmup)
-    last = rows[-1]
     ckpt = metrics["checkpoint_dir"]
     meta = max((os.path.join(ckpt, n) for n in os.listdir(ckpt) if n.endswith(".meta")), key=os.path.getmtime)
     return {
-        "steps_per_sec": (last["step"] - warm["step"]) / (last["time"] - warm["time"]),
+        "steps_per_sec": steady_rate(run_dir, args.warmup),
         "first_step_secs": metrics["timings"]["first_step_at"] - started,
         "timings": metrics["timings"],
         "meta_bytes": os.path.getsize(meta),

@@ -86,9 +86,12 @@ def _gradients(optimizer, loss_or_towers, update_ops):
         return average_gradients(per_tower, loss_or_towers)
 
 
-def _clipped(grads_and_vars, clip_norm, norm):
-    """The gradients scaled so that their global norm is at most ``clip_norm`` (``norm``: their global norm)."""
+def _clipped(grads_and_vars, clip_norm, norm=None):
+    """The gradients scaled so that their global norm is at most ``clip_norm`` (``norm``: their global
+    norm, when already computed)."""
     pairs = [(g, v) for g, v in grads_and_vars if g is not None]
+    if norm is None:
+        norm = tf.linalg.global_norm([g for g, _ in pairs])
     clipped, _ = tf.clip_by_global_norm([g for g, _ in pairs], clip_norm, use_norm=norm)
     return [(c, v) for c, (_, v) in zip(clipped, pairs)] + [(g, v) for g, v in grads_and_vars if g is None]
 
@@ -138,8 +141,7 @@ def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, 
                                                     total_num_replicas=sync[1])
         grads_and_vars = _gradients(optimizer, loss, update_ops)
         if clip_norm:
-            grads_and_vars = _clipped(grads_and_vars, clip_norm,
-                                      tf.linalg.global_norm([g for g, _ in grads_and_vars if g is not None]))
+            grads_and_vars = _clipped(grads_and_vars, clip_norm)
         return optimizer.apply_gradients(grads_and_vars, global_step=global_step), optimizer, loss_is_finite
     before = _snapshot_before(update_ops, global_step)
     grads_and_vars = _gradients(optimizer, loss, update_ops)

@@ -117,12 +117,6 @@ def resolve_precision(device_cfg, device: str) -> str:
     return precision
 
 
-def tower_devices(device: str, replicas: int) -> list:
-    """The devices of ``replicas`` towers: GPUs, or the session's logical CPUs on ``"cpu"``."""
-    kind = "GPU" if device == "gpu" else "CPU"
-    return [f"/device:{kind}:{i}" for i in range(replicas)]
-
-
 def check_replicas(device_cfg, device: str) -> None:
     """``device.replicas`` fits this machine.
 
