@@ -7,13 +7,15 @@ import subprocess
 
 import pytest
 
+from trainer.cli.paths import short_name
+
 TRAIN = shutil.which("train") or pytest.fail("the train console script is not installed (pip install -e .)")
 SMALL = [
     "data=synthetic", "data.train_examples=256", "data.test_examples=64", "model=linear",
     "train.batch_size=32", "log.progress=off", "eval.every_steps=0", "checkpoint.every_steps=5",
 ]
-RUN_NAME = "outputs/" + "+".join(
-    sorted(o.replace("=", "-") for o in SMALL if not o.startswith(("log.", "eval.every", "checkpoint.every"))))
+# The run dir: the experiment overrides (not the cadences), shortened (trainer/cli/paths.py).
+RUN_NAME = "outputs/" + short_name([o for o in SMALL if not o.startswith(("log.", "eval.every", "checkpoint.every"))])
 
 
 def train(cwd, *args, env=None):

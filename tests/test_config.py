@@ -32,6 +32,9 @@ REQUIRED = {
     "feed_fn": ["hooks.extra.fn=user_models.zero_scale"],
     "model_fn": ["model.fn=estimator_models.cnn_model_fn"],
     "input_fn": ["data.train_fn=estimator_models.train_input_fn", "data.eval_fn=estimator_models.eval_input_fn"],
+    "numpy": ["data.path=/"],  # an existing path; its contents are read at load time, not here
+    "tfrecord": ["data.train_files=/train-*", "data.eval_files=/eval-*"],
+    "csv": ["data.train_files=train.csv", "data.eval_files=test.csv", "data.label_key=label"],
     "cluster": ["+distributed.cluster={ps:['127.0.0.1:2222'],worker:['127.0.0.1:2223']}", "distributed.job_name=worker"],
 }
 TF_CONFIG = '{"cluster": {"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]}, "task": {"type": "worker", "index": 0}}'
@@ -103,11 +106,31 @@ def test_run_dir_is_named_from_experiment_overrides_only():
     assert run_dir([]) == "outputs/default"
     a = run_dir(["model=mnist", "data=fashion_mnist", "session=plain", "train.max_steps=2000"])
     b = run_dir(["data=fashion_mnist", "model=mnist", "session=monitored", "train.max_steps=4000"])
-    assert a == b == "outputs/data-fashion_mnist+model-mnist"
+    assert a == b == "outputs/data-fashion_mnist"  # model=mnist is the default: the same run as no override
     assert run_dir(["resume=outputs/x", "train.max_steps=9"]) == "outputs/x"
     assert run_dir(["optimizer.learning_rate=0.1"]) != run_dir(["optimizer.learning_rate=0.01"])
     assert "/" not in run_dir(["data.path=/a/b"])[len("outputs/"):]
-    assert len(run_dir([f"model.params.x{i}={i}" for i in range(50)])) <= len("outputs/") + 200
+    assert len(run_dir([f"model.params.x{i}={i}" for i in range(50)])) <= len("outputs/") + 80
+
+
+def test_run_dir_names_are_short_readable_and_never_shared(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    sweep = ["+model.params.hidden_units=[10,10]", "++model.params.n_classes=3", "data=input_fn", "model=model_fn",
+             "data.train_fn=my_pkg.inputs.train_input_fn", "data.eval_fn=my_pkg.inputs.eval_input_fn",
+             "model.fn=my_pkg.model.model_fn"]
+    name = run_dir(sweep)
+    assert name.startswith("outputs/data-input_fn+model-model_fn+") and len(name) <= len("outputs/") + 80
+    assert run_dir(list(reversed(sweep))) == name  # the same command (any order) finds the same dir
+    assert run_dir(["data=tfrecord", "data.train_files=/data/a/train-*"]) != run_dir(
+        ["data=tfrecord", "data.train_files=/data/b/train-*"])  # same last part, another experiment
+    assert run_dir(["model.params.x=1"]) != run_dir(["optimizer.x=1"])  # same leaf key, another experiment
+    assert run_dir(["model=mlp"]) == "outputs/model-mlp"  # nothing shortened: no hash
+    # A run dir made under the former full-length name is found again by the same command.
+    from trainer.cli.paths import _name
+    os.makedirs(os.path.join("outputs", _name(sweep)))
+    assert run_dir(sweep) == os.path.join("outputs", _name(sweep))
+    os.makedirs(name)  # both exist: the new name wins
+    assert run_dir(sweep) == name
 
 
 def test_sweep_jobs_keep_every_override():

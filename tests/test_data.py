@@ -229,15 +229,22 @@ def test_bytes_that_are_not_an_npz_are_refused_without_pickle_advice(tmp_path):
     assert "allow_pickle" not in str(raised.value)
 
 
+MNIST_LIKE = np.zeros((1, 28, 28), np.uint8)
+
+
 def test_predict_input_errors_name_predict_input(tmp_path):
     bad = tmp_path / "bad-images-idx3-ubyte"
     bad.write_bytes(b"\x01\x02\x03\x04")
     with pytest.raises(DataError, match=f"predict.input: {bad} is not an IDX file"):
-        data.load_prediction_input(str(bad))
+        data.load_prediction_input(str(bad), MNIST_LIKE)
     junk = tmp_path / "junk.npz"
     junk.write_bytes(b"not a zip")
     with pytest.raises(DataError, match="predict.input"):
-        data.load_prediction_input(str(junk))
+        data.load_prediction_input(str(junk), MNIST_LIKE)
+    other = tmp_path / "other.npy"
+    np.save(other, np.zeros((3, 32, 32, 3), np.uint8))
+    with pytest.raises(DataError, match=r"predict.input=.*examples of shape \(32, 32, 3\), the model was trained on 28x28"):
+        data.load_prediction_input(str(other), MNIST_LIKE)
 
 
 @pytest.mark.parametrize("start", [7, 8, 15, 1000])

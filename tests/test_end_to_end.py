@@ -24,6 +24,7 @@ def test_mlp_on_fashion_mnist_reaches_085(tmp_path):
         cwd=tmp_path, capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, proc.stderr
+    # The run dir: nothing shortened in this name (model=mlp is not the default model).
     metrics = json.loads((tmp_path / "outputs" / "data-fashion_mnist+model-mlp" / "metrics.json").read_text())
     assert metrics["global_step"] == 2000
     # Measured 0.8736 at step 2000 (seed 0).

@@ -80,9 +80,10 @@ def test_2x2_sweep_makes_4_jobs_and_a_summary(tmp_path):
         assert job_hparams(sweep_dir / name)["session"] in ("plain", "monitored")
     # Same lr, either backend: the same result.
     by_lr = {}
-    for m, r in zip(found.values(), found):
-        by_lr.setdefault(r.split("optimizer.learning_rate-")[1][:5], set()).add(m["eval_accuracy"])
-    assert all(len(v) == 1 for v in by_lr.values())
+    for name, m in found.items():
+        by_lr.setdefault(job_hparams(sweep_dir / name)["optimizer.learning_rate"], set()).add(m["eval_accuracy"])
+    assert len(by_lr) == 2 and all(len(v) == 1 for v in by_lr.values())
+    assert all(len(name) <= 80 and "learning_rate-0.0" in name for name in found)  # short job dir names
 
 
 def test_rerun_skips_finished_and_resumes_unfinished_jobs(tmp_path):
@@ -173,7 +174,8 @@ def test_submitit_launcher_runs_each_job_in_its_own_process_and_skips_finished_o
     from trainer.cli.paths import job_dir
 
     # The job dirs every launcher gives: named from the job's own overrides, nothing of the launcher's.
-    assert sorted(found) == sorted(job_dir([*TINY, f"optimizer.learning_rate={lr}"]) for lr in ("0.01", "0.001"))
+    assert sorted(found) == sorted(job_dir([*TINY, f"optimizer.learning_rate={lr}"], str(sweep_dir)) for lr in ("0.01", "0.001"))
+    assert all(name.startswith("learning_rate-0.0") for name in found)  # the swept key first
     assert len(found) == 2 and all(m["status"] == "finished" and m["global_step"] == 20 for m in found.values())
     assert len({m["pid"] for m in found.values()}) == 2  # a process per job
     assert {r["status"] for r in summary_rows(sweep_dir)} == {"finished"} and len(summary_rows(sweep_dir)) == 2

@@ -6,8 +6,15 @@ the backend or the environment but not the experiment (``train.max_steps``,
 ``session``, ``device``, cadences, hooks, logging) are left out of single-run names,
 so ``train ... train.max_steps=4000`` continues the run that stopped at 2000.
 Multirun job dirs keep every override: jobs of one sweep never share a dir.
+
+Names are short: a config group's default option is dropped (``model=mnist`` names the same run
+as no override), keys lose their dotted prefix, paths keep their last part and long values are
+cut; whenever anything was shortened, a hash of the full overrides is appended, so two different
+experiments never share a dir. A run dir made under the former full-length name is still found
+and resumed.
 """
 
+import functools
 import hashlib
 import os
 import re
@@ -27,6 +34,8 @@ _SCHEDULE_PREFIXES = ("session.", "device.", "hooks.", "hook.", "log.", "predict
                       "eval.objective", "eval.direction", "eval.graph",
                       "distributed.")
 _MAX_NAME = 200  # file names may be 255 bytes
+_SHORT_NAME = 72  # the readable part of a shortened name
+_SHORT_VALUE = 20
 
 
 def override_key(override: str) -> str:
@@ -44,6 +53,57 @@ def _name(overrides) -> str:
     return name
 
 
+@functools.lru_cache(maxsize=1)
+def _default_options() -> dict:
+    """{group: its default option} from the root config's defaults list."""
+    try:
+        import trainer.conf
+
+        defaults = OmegaConf.load(os.path.join(trainer.conf.__path__[0], "config.yaml")).defaults
+    except Exception:  # an unusual install: drop nothing
+        return {}
+    return {k: str(v) for entry in defaults if isinstance(entry, dict) or OmegaConf.is_dict(entry)
+            for k, v in entry.items()}
+
+
+def _short_value(value: str) -> str:
+    if "/" in value:  # a path or glob: its last part
+        value = value.rstrip("/").rsplit("/", 1)[-1] or value
+    value = re.sub(r"[^A-Za-z0-9.@~-]+", "_", value).strip("_") or "_"
+    return value if len(value) <= _SHORT_VALUE else value[:_SHORT_VALUE - 2] + "__"
+
+
+def short_name(overrides, first=frozenset()) -> str:
+    """The run-dir name of these experiment overrides (module doc): readable, at most ~80 characters;
+    the keys in ``first`` (a sweep's swept keys), then group choices, then the rest."""
+    defaults = _default_options()
+    kept = [o for o in overrides
+            if override_key(o) in first
+            or not ("=" in o and o[0] not in "+~" and defaults.get(o.split("=", 1)[0]) == o.split("=", 1)[1])]
+    exact = _name(kept)
+    parts = []
+    for o in kept:
+        key, has_value, value = o.partition("=")
+        leaf = override_key(o).rsplit(".", 1)[-1]
+        part = ("no-" if key.startswith("~") else "") + leaf + (f"-{_short_value(value)}" if has_value else "")
+        parts.append((override_key(o) not in first, "." in override_key(o), part))
+    readable = re.sub(r"[^A-Za-z0-9._+@~-]", "_", "+".join(p[-1] for p in sorted(parts))) or "default"
+    if readable == exact:
+        return exact
+    digest = hashlib.sha1("\n".join(sorted(kept)).encode()).hexdigest()[:6]
+    return f"{readable[:_SHORT_NAME].rstrip('+')}--{digest}"
+
+
+def _found_again(root: str, overrides, first=frozenset()) -> str:
+    """``short_name``, unless only the former full-length name exists under ``root`` (a run made
+    before names were shortened): then that one, so that the same command still resumes it."""
+    name = short_name(overrides, first)
+    former = _name(overrides)
+    if former != name and not os.path.exists(os.path.join(root, name)) and os.path.isdir(os.path.join(root, former)):
+        return former
+    return name
+
+
 def run_dir(overrides) -> str:
     """``resume=DIR`` itself, else ``outputs/<experiment overrides>``."""
     overrides = list(overrides)
@@ -51,7 +111,7 @@ def run_dir(overrides) -> str:
         if override_key(o) == "resume":
             return o.split("=", 1)[1]
     kept = [o for o in overrides if override_key(o) not in _SCHEDULE_KEYS and not override_key(o).startswith(_SCHEDULE_PREFIXES)]
-    return f"{RUNS_ROOT}/{_name(kept)}"
+    return f"{RUNS_ROOT}/{_found_again(RUNS_ROOT, kept)}"
 
 
 LATEST = "latest"
@@ -76,9 +136,35 @@ def point_latest(run_dir: str) -> None:
             os.unlink(temporary)
 
 
-def job_dir(overrides) -> str:
-    """A multirun job's subdir: every override of the job but the sweep's own controls."""
-    return _name([o for o in overrides if override_key(o) != "resume" and not override_key(o).startswith("sweep.")])
+def job_dir(overrides, sweep_dir: str = RUNS_ROOT + "/multirun") -> str:
+    """A multirun job's subdir in ``sweep_dir``: every override of the job but the sweep's own controls."""
+    kept = [o for o in overrides if override_key(o) != "resume" and not override_key(o).startswith("sweep.")]
+    return _found_again(str(sweep_dir), kept, swept_keys(str(sweep_dir)))
+
+
+def swept_keys(sweep_dir: str) -> frozenset:
+    """The keys a sweep varies, from the ``multirun.yaml`` Hydra writes in the sweep dir before the
+    jobs start: its sweep overrides (``key=a,b``, ``range(...)``...) and an Optuna-style sweeper's
+    ``params``. Empty when there is none to read."""
+    path = os.path.join(sweep_dir, "multirun.yaml")
+    try:
+        return _swept_keys(path, os.stat(path).st_mtime_ns)
+    except OSError:
+        return frozenset()
+
+
+@functools.lru_cache(maxsize=8)
+def _swept_keys(path: str, _mtime: int) -> frozenset:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        hydra_cfg = OmegaConf.load(path).hydra
+        parsed = OverridesParser.create().parse_overrides(list(hydra_cfg.overrides.task))
+        keys = {o.key_or_group for o in parsed if o.is_sweep_override()}
+        keys.update(str(k) for k in (OmegaConf.select(hydra_cfg, "sweeper.params") or {}))
+    except Exception:  # an unreadable or unusual file: no keys first
+        return frozenset()
+    return frozenset(keys)
 
 
 def _task_name(distributed) -> str:

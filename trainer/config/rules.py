@@ -151,6 +151,25 @@ def _check_replicas(cfg) -> None:
                           "device.replicas=1")
 
 
+def _check_data(data) -> None:
+    # "???" in a data yaml does not survive the merge onto the schema's defaults: unset reads None.
+    if data.name in ("tfrecord", "csv"):
+        for key in ("train_files", "eval_files", "label_key"):
+            if OmegaConf.is_missing(data, key) or not data.get(key):
+                raise ConfigError(f"data.{key} is not set; data={data.name} needs data.train_files, data.eval_files "
+                                  "(files or globs) and data.label_key")
+    if data.name == "numpy" and (OmegaConf.is_missing(data, "path") or not data.path):
+        raise ConfigError("data.path is not set; data=numpy needs data.path=arrays.npz (x_train, y_train, x_test, "
+                          "y_test) or a folder of those .npy files")
+    if data.path and not os.path.exists(os.path.expanduser(data.path)):
+        hint = "an .npz or a folder of .npy files" if data.name == "numpy" else "an mnist.npz file or a folder of IDX files"
+        raise ConfigError(f"data.path={data.path}: no such file or dir; give {hint}")
+    num_classes = data.get("num_classes")
+    if num_classes is not None and num_classes < 2:
+        raise ConfigError(f"data.num_classes={num_classes}: a classifier needs at least 2 classes; set data.num_classes=K "
+                          "or null to count them")
+
+
 def validate(cfg) -> None:
     """Raise ConfigError for the first rule ``cfg`` breaks."""
     _check_model_params(cfg)
@@ -198,8 +217,7 @@ def validate(cfg) -> None:
     _positive("session.max_recoveries", cfg.session.max_recoveries, allow_none=True, allow_zero=True)
     _positive("session.recovery_wait_secs", cfg.session.recovery_wait_secs, allow_zero=True)
     _positive("checkpoint.keep_every_n_hours", cfg.checkpoint.keep_every_n_hours)
-    if cfg.data.path and not os.path.exists(os.path.expanduser(cfg.data.path)):
-        raise ConfigError(f"data.path={cfg.data.path}: no such file or dir; give an mnist.npz file or a folder of IDX files")
+    _check_data(cfg.data)
     start = cfg.init_from.checkpoint
     if start and not (os.path.exists(os.path.expanduser(start)) or os.path.exists(os.path.expanduser(start) + ".index")):
         raise ConfigError(f"init_from.checkpoint={start}: no such checkpoint or dir; give a checkpoint prefix or a run's checkpoints/ dir")

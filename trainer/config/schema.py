@@ -13,7 +13,7 @@ from enum import Enum
 from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 
 class Choice(str, Enum):
@@ -95,7 +95,7 @@ class ModelConfig:
 @dataclass
 class LinearParams:
     feature_key: str = "x"
-    num_classes: int = 10
+    num_classes: Optional[int] = None  # null: the data's number of classes
 
 
 @dataclass
@@ -126,15 +126,25 @@ class MnistModelConfig(ModelConfig):
 
 @dataclass
 class DataConfig:
-    name: str = MISSING  # mnist | fashion_mnist | synthetic
-    path: Optional[str] = None  # an mnist.npz file or a folder of IDX files; null: the source's default
+    name: str = MISSING  # mnist | fashion_mnist | numpy | tfrecord | csv | synthetic | input_fn
+    path: Optional[str] = None  # mnist: an mnist.npz or a folder of IDX files; numpy: an .npz or a folder of .npy
     download: bool = True  # fetch the files (with checksums) when they are not found locally
     download_dir: str = "~/.keras/datasets"  # where downloads go (the Keras cache by default)
     feature_key: str = "x"  # model_fn receives features as {feature_key: images}
+    num_classes: Optional[int] = None  # numpy, tfrecord, csv: null: the largest label plus one
     train_examples: Optional[int] = None  # use the first N training examples (synthetic: how many to make)
     test_examples: Optional[int] = None  # use the first N test examples (synthetic: how many to make)
     validation_examples: Optional[int] = None  # evaluate on the last N training examples (held out), not the test split
     shuffle_buffer: Optional[int] = None  # null: the whole training split (a full shuffle)
+    # data=tfrecord and data=csv (trainer/data/files.py):
+    train_files: Optional[Any] = None  # a file, a glob or a list of them
+    eval_files: Optional[Any] = None  # a file, a glob or a list of them (read once, in order, per evaluation)
+    # {name: {shape, dtype, encoding, var_len, default}}; open: data.features.<name>=... adds one without a +
+    features: Dict[str, Any] = field(default_factory=lambda: OmegaConf.create({}, flags={"struct": False}))
+    label_key: Optional[str] = None  # the feature (column) holding the class id
+    label_vocabulary: Optional[List[str]] = None  # string labels, in class-id order (csv: null reads them)
+    ignore: List[str] = field(default_factory=list)  # features the built-in models do not get
+    compression: Optional[str] = None  # tfrecord: GZIP | ZLIB | null
     train_fn: Optional[str] = None  # data=input_fn: dotted path of the training input_fn
     eval_fn: Optional[str] = None  # data=input_fn: dotted path of the evaluation input_fn (a finite Dataset)
 

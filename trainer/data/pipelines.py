@@ -12,13 +12,13 @@ import numpy as np
 import tensorflow as tf
 
 from trainer.config.targets import declared_args, load_callable
-from trainer.data.sources import IMAGE_SHAPE
-from trainer.errors import ConfigError
+from trainer.data.files import CYCLE_LENGTH, Feature, FileSource
+from trainer.errors import ConfigError, DataError
 from trainer.estimator import ModeKeys
 
 tf1 = tf.compat.v1
 
-INPUT_FN_ARGS = ("params", "mode", "config")
+INPUT_FN_ARGS = ("params", "mode", "config", "input_context")
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Pipeline:
     ``feeds(step)`` is what the initializer must be fed when the global step is ``step``.
     """
 
-    features: Dict[str, object]  # {feature_key: float32 [batch, 28, 28, 1] in [0, 1]} for the built-in data
+    features: Dict[str, object]  # {feature_key: float32 [batch, ...]} for the built-in data
     labels: object  # int64 [batch]
     initializer: Optional[object]
     feeds: Callable[[int], dict]
@@ -46,37 +46,60 @@ def without_autotune_model(dataset: tf.data.Dataset) -> tf.data.Dataset:
     return dataset.with_options(options)
 
 
-def _shuffled_batches(images, labels, batch_size: int, seed: Optional[int], replicas, start_batch):
-    """Batches of a full shuffle per epoch, starting at batch ``start_batch``, in constant time.
+def _shuffled_batches(examples, batch_size: int, seed: Optional[int], replicas, start_batch):
+    """Batches of example indices, a full shuffle per epoch, starting at batch ``start_batch`` in
+    constant time.
 
     Epoch ``e``'s order is a permutation drawn from the stateless seed (``seed``, ``e``), and the
     stream of example indices runs on across epochs, so batch ``b`` is the same whether the run
     started at 0 or resumed at ``b``: a resumed run starts in its epoch and skips at most one
-    epoch's indices (not ``b`` batches of data). The images are gathered per batch of indices.
-    A seed of None draws one at random (no exact resumption then).
+    epoch's indices (not ``b`` batches of data). A seed of None draws one at random (no exact
+    resumption then).
     """
     if seed is None:
         seed = int(np.random.default_rng().integers(2**31))
     count, shard = replicas
-    order = tf.range(shard, tf.shape(labels, out_type=tf.int64)[0], count, dtype=tf.int64)  # this task's examples
-    examples = tf.size(order, out_type=tf.int64)
+    order = tf.range(shard, examples, count, dtype=tf.int64)  # this task's examples
+    size = tf.size(order, out_type=tf.int64)
     position = start_batch * batch_size
-    first_epoch = position // tf.maximum(examples, 1)
+    first_epoch = position // tf.maximum(size, 1)
 
     def epoch_order(epoch):
-        keys = tf.random.stateless_uniform(tf.reshape(examples, [1]), seed=tf.stack([tf.constant(seed, tf.int64), epoch]))
+        keys = tf.random.stateless_uniform(tf.reshape(size, [1]), seed=tf.stack([tf.constant(seed, tf.int64), epoch]))
         return tf.data.Dataset.from_tensor_slices(tf.gather(order, tf.argsort(keys)))
 
     indices = tf.data.Dataset.range(first_epoch, tf.int64.max).flat_map(epoch_order)
-    indices = indices.skip(position % tf.maximum(examples, 1)).batch(batch_size, drop_remainder=True)
-    return indices.map(lambda index: (tf.gather(images, index), tf.gather(labels, index)))
+    return indices.skip(position % tf.maximum(size, 1)).batch(batch_size, drop_remainder=True)
+
+
+def example_shape(x: np.ndarray) -> tuple:
+    """The shape one example of ``x`` reaches the model in: [H, W] images get a channel axis."""
+    shape = tuple(x.shape[1:])
+    return shape + (1,) if len(shape) == 2 else shape
+
+
+def _rows_reader(x: np.ndarray, placeholder):
+    """index batch -> feature rows: ``tf.gather`` from the fed array, or, for a memory-mapped array,
+    a read of just those rows (the array never enters memory whole)."""
+    if placeholder is not None:
+        return lambda index: tf.gather(placeholder, index)
+
+    def rows(index):
+        out = tf.numpy_function(lambda i: np.ascontiguousarray(x[i]), [index], tf.as_dtype(x.dtype), stateful=False)
+        out.set_shape([None, *x.shape[1:]])
+        return out
+
+    return rows
 
 
 def make_pipeline(
     images: np.ndarray, labels: np.ndarray, batch_size: int, feature_key: str, train: bool,
     seed: Optional[int] = None, shuffle_buffer: Optional[int] = None, replicas=(1, 0),
 ) -> Pipeline:
-    """Build a pipeline over in-memory arrays in the default graph, fed through placeholders.
+    """Build a pipeline over arrays in the default graph: features of any shape and numeric dtype
+    (``trainer.data.sources.checked_features``) and int64 labels. In-memory arrays are fed through
+    placeholders when the iterator is initialised; memory-mapped ones (``np.memmap``) are read a
+    batch of rows at a time.
 
     Training: a seeded full shuffle per epoch, fixed-size batches running on across epochs,
     started at the restored global step's batch in constant time (``data.shuffle_buffer``
@@ -86,38 +109,48 @@ def make_pipeline(
 
     ``replicas`` = (N, i): a cluster's training task i of N reads every N-th example from the
     i-th, and skips step // N batches (asynchronous replicas share the global step).
+
+    Features reach the model as float32: uint8 pixels scaled to [0, 1], other numbers as they are;
+    [N, H, W] images as [batch, H, W, 1].
     """
     prefix = "train_input" if train else "eval_input"
+    pixels = images.dtype == np.uint8
+    mapped = isinstance(images, np.memmap)
+    shape = example_shape(images)
     with tf1.name_scope(prefix):
-        pixels = images.dtype == np.uint8  # else float images, already scaled (trainer.data.sources.checked_images)
-        images_ph = tf1.placeholder(tf.uint8 if pixels else tf.float32, [None, *IMAGE_SHAPE], name="images")
+        images_ph = None if mapped else tf1.placeholder(tf.as_dtype(images.dtype), [None, *images.shape[1:]],
+                                                        name="images")
         labels_ph = tf1.placeholder(tf.int64, [None], name="labels")
+        rows = _rows_reader(images, images_ph)
+        examples = tf.shape(labels_ph, out_type=tf.int64)[0]
         skip = None
         if train and shuffle_buffer and shuffle_buffer < len(images):
             # A partial shuffle buffer: TF's shuffle, resumed by skipping (time linear in the step).
             skip = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="skip_batches")
-            ds = tf.data.Dataset.from_tensor_slices((images_ph, labels_ph))
+            ds = tf.data.Dataset.range(examples)
             if replicas[0] > 1:
                 ds = ds.shard(replicas[0], replicas[1])
             ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True).repeat()
             ds = ds.batch(batch_size, drop_remainder=True).skip(skip)
         elif train:
             skip = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="skip_batches")
-            ds = _shuffled_batches(images_ph, labels_ph, batch_size, seed, replicas, skip)
+            ds = _shuffled_batches(examples, batch_size, seed, replicas, skip)
         else:
-            ds = tf.data.Dataset.from_tensor_slices((images_ph, labels_ph)).batch(batch_size)
+            ds = tf.data.Dataset.range(examples).batch(batch_size)
 
-        def to_features(x, y):
-            x = tf.cast(tf.expand_dims(x, -1), tf.float32)
+        def to_features(index):
+            x = tf.cast(rows(index), tf.float32)
             x = x / 255.0 if pixels else x
-            return {feature_key: x}, y
+            return {feature_key: tf.reshape(x, [-1, *shape])}, tf.gather(labels_ph, index)
 
         ds = ds.map(to_features, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
         iterator = tf1.data.make_initializable_iterator(without_autotune_model(ds))
         features, batch_labels = iterator.get_next()
 
     def feeds(step: int = 0) -> dict:
-        feed = {images_ph: images, labels_ph: labels}
+        feed = {labels_ph: labels}
+        if images_ph is not None:
+            feed[images_ph] = images
         if skip is not None:
             feed[skip] = step // replicas[0]
         return feed
@@ -125,25 +158,212 @@ def make_pipeline(
     return Pipeline(features, batch_labels, iterator.initializer, feeds)
 
 
-def call_input_fn(input_fn: Callable, key: str, path: str, mode: str, params: dict, config) -> Any:
-    """``input_fn`` called with the ones of ``params``, ``mode``, ``config`` it declares."""
+_TF_DTYPES = {"uint8": tf.uint8, "int64": tf.int64, "int32": tf.int32, "float32": tf.float32, "string": tf.string}
+
+
+def _read_file(source: FileSource):
+    if source.kind == "tfrecord":
+        return lambda path: tf.data.TFRecordDataset(path, compression_type=source.compression or "")
+    return lambda path: tf.data.TextLineDataset(path).skip(1).filter(lambda line: tf.strings.length(line) > 0)
+
+
+def _parse_spec(feature: Feature):
+    if feature.var_len:
+        return tf.io.VarLenFeature(_TF_DTYPES[feature.dtype] if not feature.encoding else tf.string)
+    if feature.encoding:
+        return tf.io.FixedLenFeature([], tf.string)
+    dtype = tf.int64 if feature.stored == "int64_list" else _TF_DTYPES[feature.dtype]
+    return tf.io.FixedLenFeature(list(feature.shape), dtype, default_value=feature.default)
+
+
+def _decoded(feature: Feature, value):
+    if feature.var_len:
+        return value
+    if feature.encoding == "raw":
+        return tf.reshape(tf.io.decode_raw(value, _TF_DTYPES[feature.dtype]), list(feature.shape))
+    if feature.encoding:
+        image = tf.io.decode_image(value, channels=feature.shape[-1], expand_animations=False)
+        return tf.ensure_shape(image, list(feature.shape))
+    if feature.dtype == "int32":
+        return tf.cast(value, tf.int32)
+    return value
+
+
+def _parser(source: FileSource):
+    """serialized record -> {name: tensor} for every feature (label included)."""
+    if source.kind == "tfrecord":
+        spec = {name: _parse_spec(f) for name, f in source.features.items()}
+
+        def parse(record):
+            parsed = tf.io.parse_single_example(record, spec)
+            return {name: _decoded(f, parsed[name]) for name, f in source.features.items()}
+
+        return parse
+    defaults = [[] if f.default is None else [f.default] for f in source.features.values()]
+    defaults = [tf.constant(d, _TF_DTYPES[f.dtype]) for d, f in zip(defaults, source.features.values())]
+
+    def parse_csv(line):
+        values = tf.io.decode_csv(line, defaults)
+        return dict(zip(source.features, values))
+
+    return parse_csv
+
+
+def _class_id(source: FileSource, label):
+    """The label as an int64 class id, checked against the classes (a bad one fails the input op,
+    which :meth:`FileSource.diagnose` then explains)."""
+    if source.label_vocabulary is not None:
+        vocabulary = tf.constant(source.label_vocabulary)
+        label = tf.strings.as_string(label) if label.dtype != tf.string else label
+        hits = tf.cast(tf.equal(vocabulary, label), tf.int64)
+        check = tf.debugging.assert_equal(tf.reduce_sum(hits), tf.constant(1, tf.int64), message="label not in vocabulary")
+        with tf.control_dependencies([check]):
+            return tf.argmax(hits, output_type=tf.int64)
+    label = tf.cast(label, tf.int64)
+    check = tf.debugging.assert_less(label, tf.constant(source.num_classes, tf.int64), message="label out of range")
+    check_low = tf.debugging.assert_non_negative(label, message="label out of range")
+    with tf.control_dependencies([check, check_low]):
+        return tf.identity(label)
+
+
+def _packable(source: FileSource, ignored) -> list:
+    """The inputs the built-in models' one tensor is made of.
+
+    Raises:
+      ConfigError: none is left, or one is a string or of variable length.
+    """
+    inputs = [f for name, f in source.inputs.items() if name not in ignored]
+    if not inputs:
+        raise ConfigError("data.ignore leaves no feature for the model; ignore fewer")
+    for f in inputs:
+        if f.dtype == "string" or f.var_len:
+            raise ConfigError(f"data.features.{f.name} is {'a string' if f.dtype == 'string' else 'of variable length'}; "
+                              f"the built-in models read numbers: add it to data.ignore, or use your own model_fn "
+                              "(model=model_fn), which gets every feature by name")
+    return inputs
+
+
+def _packed(inputs: list, features: dict) -> object:
+    """The inputs as the built-in models read them: one float32 tensor (uint8 scaled to [0, 1]);
+    a single input keeps its shape ([H, W] gets a channel axis), several are flattened and joined."""
+
+    def number(f):
+        x = tf.cast(features[f.name], tf.float32)
+        return x / 255.0 if f.dtype == "uint8" else x
+
+    if len(inputs) == 1:
+        x = number(inputs[0])
+        return tf.expand_dims(x, -1) if len(inputs[0].shape) == 2 else x
+    return tf.concat([tf.reshape(number(f), [f.size]) for f in inputs], axis=0)
+
+
+def make_file_pipeline(source: FileSource, batch_size: int, train: bool, pack_key: Optional[str],
+                       seed: Optional[int] = None, replicas=(1, 0), ignored=()) -> Pipeline:
+    """A pipeline over a TFRecord or CSV source (``trainer.data.files``), streamed from its files.
+
+    Training: epochs of a seeded file order, interleaved, through a seeded shuffle buffer, started
+    at the restored step's record without replaying earlier epochs (module doc of
+    ``trainer.data.files``). Evaluation: the files once, in order. Features: every input by name,
+    or (``pack_key``, the built-in models) one float32 tensor under ``pack_key``.
+    """
+    if seed is None:
+        seed = int(np.random.default_rng().integers(2**31))
+    parse, read = _parser(source), _read_file(source)
+    unknown = set(ignored) - set(source.inputs)
+    if unknown:
+        raise ConfigError(f"data.ignore: {sorted(unknown)} are not features (there are {', '.join(source.inputs)})")
+    packed = _packable(source, ignored) if pack_key else None
+
+    def example(record):
+        parsed = parse(record)
+        label = _class_id(source, parsed.pop(source.label_key))
+        for name in ignored:
+            parsed.pop(name, None)
+        features = {pack_key: _packed(packed, parsed)} if pack_key else parsed
+        return features, label
+
+    with tf1.name_scope("train_input" if train else "eval_input"):
+        first_epoch = offset = None
+        if train:
+            files, by_record = source.shard(replicas)
+            names = tf.constant(files)
+            first_epoch = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="first_epoch")
+            offset = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="skip_records")
+
+            def epoch_records(epoch):
+                keys = tf.random.stateless_uniform([len(files)], seed=tf.stack([tf.constant(seed, tf.int64), epoch]))
+                ds = tf.data.Dataset.from_tensor_slices(tf.gather(names, tf.argsort(keys)))
+                ds = ds.interleave(read, cycle_length=min(CYCLE_LENGTH, len(files)), block_length=1,
+                                   num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+                if by_record is not None:
+                    ds = ds.shard(*by_record)
+                return ds.shuffle(source.shuffle_buffer, seed=seed * 1_000_003 + epoch)
+
+            ds = tf.data.Dataset.range(first_epoch, tf.int64.max).flat_map(epoch_records).skip(offset)
+            ds = ds.map(example, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+            ds = ds.batch(batch_size, drop_remainder=True)
+        else:
+            ds = tf.data.Dataset.from_tensor_slices(source.eval_files).flat_map(read)
+            ds = ds.map(example, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).batch(batch_size)
+        iterator = tf1.data.make_initializable_iterator(without_autotune_model(ds.prefetch(tf.data.AUTOTUNE)))
+        features, labels = iterator.get_next()
+
+    def feeds(step: int = 0) -> dict:
+        if not train:
+            return {}
+        position = (step // replicas[0]) * batch_size
+        if not position:
+            return {}
+        per_epoch = source.epoch_records(replicas)
+        if not per_epoch:
+            raise DataError(f"data.train_files: this task's files hold no records ({source.describe()})")
+        epoch, skip = divmod(position, per_epoch)
+        return {first_epoch: epoch, offset: skip}
+
+    return Pipeline(features, labels, iterator.initializer, feeds)
+
+
+def input_error(data, error: Exception) -> Optional[DataError]:
+    """A one-line DataError naming the file and record when ``error`` came from a file source's
+    input (a record that does not parse, a bad label); None when it did not or nothing is found."""
+    if not isinstance(data, FileSource) or not isinstance(error, tf.errors.OpError):
+        return None
+    text = str(error)
+    if "train_input/" in text:
+        files = data.train_files
+    elif "eval_input/" in text:
+        files = data.eval_files
+    else:
+        return None
+    found = data.diagnose(files)
+    return DataError(found) if found else None
+
+
+def call_input_fn(input_fn: Callable, key: str, path: str, mode: str, params: dict, config, replicas=(1, 0)) -> Any:
+    """``input_fn`` called with the ones of ``params``, ``mode``, ``config``, ``input_context`` it
+    declares. ``input_context`` is a ``tf.distribute.InputContext`` of this training task's shard
+    (``num_input_pipelines``, ``input_pipeline_id``), as Estimator gave it under a distribution
+    strategy; ``config`` carries the same as ``num_worker_replicas`` and ``global_id_in_cluster``."""
     takes = declared_args(input_fn, key, path, INPUT_FN_ARGS)
-    offered = {"params": params, "mode": mode, "config": config}
+    context = tf.distribute.InputContext(num_input_pipelines=replicas[0], input_pipeline_id=replicas[1])
+    offered = {"params": params, "mode": mode, "config": config, "input_context": context}
     return input_fn(**{k: v for k, v in offered.items() if k in takes})
 
 
-def make_input_fn_pipeline(input_fn: Callable, path: str, mode: str, params: dict, run_config) -> Pipeline:
+def make_input_fn_pipeline(input_fn: Callable, path: str, mode: str, params: dict, run_config,
+                           replicas=(1, 0)) -> Pipeline:
     """A pipeline from an Estimator-style ``input_fn``: a ``tf.data.Dataset`` of ``(features, labels)``
     batches, or ``(features, labels)`` tensors (from a one-shot iterator, queues, ...).
 
     The features reach the model_fn as the input_fn gave them (a dict or a tensor). A training
-    Dataset gets ``skip(step)`` so a resumed run continues where it stopped (the input_fn's
-    shuffle must be seeded for that to be exact).
+    Dataset gets ``skip(step // training tasks)`` so a resumed run continues where it stopped (the
+    input_fn's shuffle must be seeded for that to be exact); unlike the built-in sources this replays
+    the skipped batches, in time linear in the step.
     """
     train = mode == ModeKeys.TRAIN
     key = "data.train_fn" if train else ("data.eval_fn" if mode == ModeKeys.EVAL else "predict.input_fn")
     with tf1.name_scope("train_input" if train else "eval_input"):
-        result = call_input_fn(input_fn, key, path, mode, params, run_config)
+        result = call_input_fn(input_fn, key, path, mode, params, run_config, replicas if train else (1, 0))
         if isinstance(result, tf.data.Dataset):
             skip = None
             if train:
@@ -152,7 +372,7 @@ def make_input_fn_pipeline(input_fn: Callable, path: str, mode: str, params: dic
             iterator = tf1.data.make_initializable_iterator(without_autotune_model(result))
             output = iterator.get_next()
             initializer = iterator.initializer
-            feeds = (lambda step=0: {skip: step}) if train else (lambda step=0: {})
+            feeds = (lambda step=0: {skip: step // replicas[0]}) if train else (lambda step=0: {})
         else:
             output, initializer, feeds = result, None, (lambda step=0: {})
     features, labels = output if isinstance(output, (tuple, list)) else (output, None)
@@ -166,13 +386,23 @@ def _input_fn(cfg, key: str):
     return load_callable(path, f"data.{key}"), path
 
 
+def _pack_key(cfg) -> Optional[str]:
+    """Where the built-in models read their one input (``data.feature_key``); None for a model_fn,
+    which gets a file source's features by name."""
+    return cfg.data.feature_key if "feature_key" in cfg.model.params else None
+
+
 def make_train_input(cfg, arrays, params: dict, run_config, replicas=(1, 0)) -> Pipeline:
-    """The training pipeline: over the loaded arrays, or from ``data.train_fn`` (``params["batch_size"]``
-    is ``train.batch_size``). ``replicas`` = (training tasks, this task's index): each reads its own shard."""
+    """The training pipeline: over the loaded arrays or files, or from ``data.train_fn``
+    (``params["batch_size"]`` is ``train.batch_size``). ``replicas`` = (training tasks, this task's
+    index): each reads its own shard."""
+    if isinstance(arrays, FileSource):
+        return make_file_pipeline(arrays, cfg.train.batch_size, True, _pack_key(cfg), cfg.train.seed, replicas,
+                                  tuple(cfg.data.get("ignore") or ()))
     if arrays is None:
         fn, path = _input_fn(cfg, "train_fn")
         return make_input_fn_pipeline(fn, path, ModeKeys.TRAIN, dict(params, batch_size=cfg.train.batch_size),
-                                      run_config)
+                                      run_config, replicas)
     return make_pipeline(arrays.train_x, arrays.train_y, cfg.train.batch_size, cfg.data.feature_key, train=True,
                          seed=cfg.train.seed, shuffle_buffer=cfg.data.shuffle_buffer, replicas=replicas)
 
@@ -180,6 +410,9 @@ def make_train_input(cfg, arrays, params: dict, run_config, replicas=(1, 0)) -> 
 def make_eval_input(cfg, arrays, params: dict, run_config) -> Pipeline:
     """The evaluation pipeline, one pass: the test split, or ``data.eval_fn`` (``params["batch_size"]``
     is ``eval.batch_size``)."""
+    if isinstance(arrays, FileSource):
+        return make_file_pipeline(arrays, cfg.eval.batch_size, False, _pack_key(cfg),
+                                  ignored=tuple(cfg.data.get("ignore") or ()))
     if arrays is None:
         fn, path = _input_fn(cfg, "eval_fn")
         return make_input_fn_pipeline(fn, path, ModeKeys.EVAL, dict(params, batch_size=cfg.eval.batch_size),

@@ -13,11 +13,13 @@ import shutil
 import struct
 import tempfile
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import numpy as np
+from omegaconf import open_dict
 
+from trainer.data.files import FileSource, load_files
 from trainer.errors import ConfigError, DataError, first_line
 
 log = logging.getLogger(__name__)
@@ -43,13 +45,15 @@ _IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">
 
 @dataclass(frozen=True)
 class Arrays:
-    """One dataset in memory: images [N, 28, 28] (uint8 pixels, or float32 already scaled) and int64
-    labels [N] per split."""
+    """One dataset as arrays (in memory, or memory-mapped ``.npy``): features [N, ...] of any shape
+    (uint8 pixels, scaled to [0, 1] by the pipeline; other numbers cast to float32 as they are)
+    and int64 labels [N] in [0, num_classes) per split."""
 
     train_x: np.ndarray
     train_y: np.ndarray
     test_x: np.ndarray
     test_y: np.ndarray
+    num_classes: int = NUM_CLASSES
 
 
 # --- file formats --------------------------------------------------------------------------
@@ -139,23 +143,25 @@ def checked_images(images: np.ndarray, where: str) -> np.ndarray:
     raise DataError(f"{where}: images of dtype {images.dtype}; give uint8 pixels 0..255 or float images")
 
 
-def checked_labels(labels: np.ndarray, where: str) -> np.ndarray:
-    """``labels`` as int64 class ids in [0, NUM_CLASSES), refused rather than cast when they are not.
+def checked_labels(labels: np.ndarray, where: str, num_classes: int = NUM_CLASSES) -> np.ndarray:
+    """``labels`` as int64 class ids in [0, num_classes), refused rather than cast when they are not.
 
     Raises:
       DataError: fractional, negative or too large labels.
     """
+    if labels.ndim != 1:
+        raise DataError(f"{where}: labels of shape {labels.shape}; give one integer class id per example ([N])")
     if labels.size and not (np.issubdtype(labels.dtype, np.integer) or np.issubdtype(labels.dtype, np.floating)):
-        raise DataError(f"{where}: labels of dtype {labels.dtype}; give integer class ids 0..{NUM_CLASSES - 1}")
+        raise DataError(f"{where}: labels of dtype {labels.dtype}; give integer class ids 0..{num_classes - 1}")
     if labels.size and np.issubdtype(labels.dtype, np.floating):
         if not np.isfinite(labels).all() or not np.array_equal(labels, np.round(labels)):
             raise DataError(f"{where}: the {labels.dtype} labels are not all whole numbers; give integer class ids "
-                            f"0..{NUM_CLASSES - 1}")
+                            f"0..{num_classes - 1}")
     if labels.size:
         low, high = labels.min(), labels.max()
-        if low < 0 or high >= NUM_CLASSES:
-            raise DataError(f"{where}: labels range over [{low:g}, {high:g}], outside the {NUM_CLASSES} classes "
-                            f"0..{NUM_CLASSES - 1}")
+        if low < 0 or high >= num_classes:
+            raise DataError(f"{where}: labels range over [{low:g}, {high:g}], outside the {num_classes} classes "
+                            f"0..{num_classes - 1}; set data.num_classes or fix the labels")
     return labels.astype(np.int64)
 
 
@@ -194,6 +200,97 @@ def load_path(path: str) -> Arrays:
     if os.path.isfile(path):
         return load_npz(path)
     raise DataError(f"data.path: {path} does not exist; set data.path to an mnist.npz file or a folder of IDX files")
+
+
+NUMPY_KEYS = ("x_train", "y_train", "x_test", "y_test")
+_EXACT_IN_FLOAT32 = 2**24  # integers up to this magnitude are exact in float32
+
+
+def checked_features(x: np.ndarray, where: str) -> np.ndarray:
+    """``x`` unchanged if the pipeline can feed it without changing a value: uint8 (pixels, scaled to
+    [0, 1]), bool, small integers and floats (cast to float32 in the graph).
+
+    Raises:
+      DataError: NaN or Inf, integers too large for float32 to hold exactly, float64 beyond float32's
+        range, or a dtype that is not numeric.
+    """
+    kind = x.dtype
+    if kind == np.uint8 or kind == np.bool_ or kind in (np.int8, np.int16, np.uint16, np.float16, np.float32):
+        if kind in (np.float16, np.float32) and x.size and not np.isfinite(x).all():
+            raise DataError(f"{where}: the {kind} features hold NaN or Inf values; fix or drop those examples")
+        return x
+    if np.issubdtype(kind, np.integer):
+        if x.size and max(abs(int(x.min())), abs(int(x.max()))) > _EXACT_IN_FLOAT32:
+            raise DataError(f"{where}: {kind} features range over [{x.min()}, {x.max()}], beyond what float32 holds "
+                            f"exactly (|x| <= 2**24); rescale them or store them as float32")
+        return x
+    if kind == np.float64:
+        if x.size and not np.isfinite(x).all():
+            raise DataError(f"{where}: the float64 features hold NaN or Inf values; fix or drop those examples")
+        if x.size and float(np.abs(x).max()) > float(np.finfo(np.float32).max):
+            raise DataError(f"{where}: float64 features beyond float32's range; rescale them")
+        log.info("%s: float64 features are fed as float32", where)
+        return x
+    raise DataError(f"{where}: features of dtype {kind}; give numeric arrays (uint8 pixels, integers or floats)")
+
+
+def _numpy_arrays(path: str) -> dict:
+    """The four arrays of an ``.npz`` (read into memory) or of a folder of ``.npy`` files (memory-mapped)."""
+    if os.path.isdir(path):
+        missing = [k for k in NUMPY_KEYS if not os.path.isfile(os.path.join(path, k + ".npy"))]
+        if missing:
+            raise DataError(f"data.path: {path} has no {', '.join(k + '.npy' for k in missing)}; data=numpy reads "
+                            "an .npz or a folder of x_train.npy, y_train.npy, x_test.npy, y_test.npy")
+        found = {}
+        for k in NUMPY_KEYS:
+            file = os.path.join(path, k + ".npy")
+            try:
+                found[k] = np.load(file, mmap_mode="r", allow_pickle=False)
+            except Exception as e:
+                raise DataError(npz_error(file, "data.path", e).replace(" as .npz", " as .npy")) from None
+        return found
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            if not hasattr(f, "files"):
+                raise DataError(f"data.path: {path} is one array; data=numpy reads an .npz with x_train, y_train, "
+                                "x_test, y_test (np.savez) or a folder of those four .npy files")
+            missing = [k for k in NUMPY_KEYS if k not in f.files]
+            if missing:
+                raise DataError(f"data.path: {path} lacks {missing} (it has {sorted(f.files)}); save x_train, y_train, "
+                                "x_test, y_test with np.savez")
+            return {k: f[k] for k in NUMPY_KEYS}
+    except DataError:
+        raise
+    except Exception as e:
+        raise DataError(npz_error(path, "data.path", e)) from None
+
+
+def load_numpy(path: str, num_classes: Optional[int] = None) -> Arrays:
+    """``data=numpy``: features of any shape and numeric dtype, integer labels. The number of classes
+    is ``num_classes``, else the largest label plus one."""
+    path = os.path.expanduser(path)
+    if not os.path.exists(path):
+        raise DataError(f"data.path: {path} does not exist; set data.path to an .npz or a folder of .npy files")
+    a = _numpy_arrays(path)
+    for split in ("train", "test"):
+        x, y = a["x_" + split], a["y_" + split]
+        if x.ndim < 1 or y.ndim != 1 or len(x) != len(y):
+            raise DataError(f"data.path={path}: x_{split} has shape {x.shape} and y_{split} {y.shape}; give [N, ...] "
+                            "features and [N] labels")
+        checked_features(x, f"data.path={path} x_{split}")
+    if a["x_train"].shape[1:] != a["x_test"].shape[1:]:
+        raise DataError(f"data.path={path}: x_train's examples have shape {a['x_train'].shape[1:]}, x_test's "
+                        f"{a['x_test'].shape[1:]}; give both splits the same shape")
+    if a["x_train"].dtype != a["x_test"].dtype:
+        raise DataError(f"data.path={path}: x_train is {a['x_train'].dtype}, x_test {a['x_test'].dtype}; "
+                        "give both splits one dtype")
+    if num_classes is None:
+        tops = [int(np.max(y)) for y in (a["y_train"], a["y_test"]) if y.size and np.issubdtype(y.dtype, np.number)]
+        num_classes = max(max(tops) + 1, 1) if tops else 1
+        log.info("data.path=%s: %d classes (the largest label plus one; data.num_classes sets it)", path, num_classes)
+    where = f"data.path={path}"
+    return Arrays(a["x_train"], checked_labels(np.asarray(a["y_train"]), f"{where} y_train", num_classes),
+                  a["x_test"], checked_labels(np.asarray(a["y_test"]), f"{where} y_test", num_classes), num_classes)
 
 
 # --- downloads -----------------------------------------------------------------------------
@@ -312,11 +409,42 @@ def load_arrays(data_cfg) -> Optional[Arrays]:
         arrays = load_mnist(data_cfg.path, data_cfg.download, data_cfg.download_dir)
     elif name == "fashion_mnist":
         arrays = load_fashion_mnist(data_cfg.path, data_cfg.download, data_cfg.download_dir)
+    elif name in ("tfrecord", "csv"):
+        for key in ("train_examples", "test_examples", "validation_examples"):
+            if data_cfg.get(key):
+                raise ConfigError(f"data.{key}: not for data={name} (streamed files); list the files to read in "
+                                  "data.train_files and data.eval_files")
+        return load_files(data_cfg)
+    elif name == "numpy":
+        if not data_cfg.path:
+            raise ConfigError("data.path is not set; data=numpy needs data.path=arrays.npz (x_train, y_train, x_test, "
+                              "y_test) or a folder of those .npy files")
+        arrays = load_numpy(data_cfg.path, data_cfg.get("num_classes"))
     else:
-        raise NotImplementedError(f"data.name={name!r} has no loader; use mnist, fashion_mnist or synthetic")
+        raise NotImplementedError(f"data.name={name!r} has no loader; use mnist, fashion_mnist, numpy or synthetic")
     n, m = data_cfg.train_examples, data_cfg.test_examples
-    return _held_out(Arrays(arrays.train_x[:n], arrays.train_y[:n], arrays.test_x[:m], arrays.test_y[:m]),
-                     data_cfg.get("validation_examples"))
+    arrays = replace(arrays, train_x=arrays.train_x[:n], train_y=arrays.train_y[:n], test_x=arrays.test_x[:m],
+                     test_y=arrays.test_y[:m])
+    return _held_out(arrays, data_cfg.get("validation_examples"))
+
+
+def num_classes_of(data) -> int:
+    """The classes of loaded data (``load_arrays``' result); 10 for input_fns, which cannot tell."""
+    return NUM_CLASSES if data is None else int(data.num_classes)
+
+
+def load_data(cfg):
+    """``load_arrays(cfg.data)``, and the built-in models' ``model.params.num_classes`` filled in from
+    the data where it is null (the data's classes; 10 for input_fns, which cannot tell)."""
+    data = load_arrays(cfg.data)
+    params = cfg.model.params
+    if "num_classes" in params and params.num_classes is None:
+        if data is None:  # input_fns: the built-in models' former default (a label >= 10 fails the loss op)
+            log.warning("model.params.num_classes=null with data=%s: using 10 classes; set model.params.num_classes",
+                        cfg.data.name)
+        with open_dict(params):
+            params.num_classes = num_classes_of(data)
+    return data
 
 
 def _held_out(arrays: Arrays, validation_examples: Optional[int]) -> Arrays:
@@ -330,36 +458,49 @@ def _held_out(arrays: Arrays, validation_examples: Optional[int]) -> Arrays:
     cut = len(arrays.train_x) - validation_examples
     log.info("evaluating on a validation split: the last %d of %d training examples (the test split is not read)",
              validation_examples, len(arrays.train_x))
-    return Arrays(arrays.train_x[:cut], arrays.train_y[:cut], arrays.train_x[cut:], arrays.train_y[cut:])
+    return replace(arrays, train_x=arrays.train_x[:cut], train_y=arrays.train_y[:cut], test_x=arrays.train_x[cut:],
+                   test_y=arrays.train_y[cut:])
 
 
-def load_prediction_input(path: str) -> np.ndarray:
-    """The images of ``predict.input``: an ``.npz`` (key ``x``, ``images`` or ``x_test``) or an IDX file.
+def load_prediction_input(path: str, like: Optional[np.ndarray]) -> np.ndarray:
+    """The examples of ``predict.input``, checked against the training features ``like`` (shape and
+    kind; None: data=input_fn, any shape): an ``.npz`` (key ``x``, ``images`` or ``x_test``), an ``.npy``, or an IDX file.
 
     Raises:
-      DataError: no such file, no such array, or images that are not 28x28.
+      DataError: no such file, no such array, or examples of another shape than the training data's.
     """
     path = os.path.expanduser(path)
     if not os.path.isfile(path):
-        raise DataError(f"predict.input={path}: no such file; give an .npz (key x, images or x_test) or an IDX images file")
-    if path.endswith(".npz"):
+        raise DataError(f"predict.input={path}: no such file; give an .npz (key x, images or x_test), an .npy "
+                        "or an IDX images file")
+    if path.endswith((".npz", ".npy")):
         try:
-            with np.load(path, allow_pickle=False) as f:
-                name = next((k for k in ("x", "images", "x_test") if k in f.files), None)
-                if name is None:
-                    raise DataError(f"predict.input={path}: no array named x, images or x_test; it has {f.files}")
-                images = f[name]
+            with open(path, "rb") as handle:
+                loaded = np.load(handle, allow_pickle=False)
+                if isinstance(loaded, np.ndarray):
+                    images = loaded
+                else:
+                    with loaded as f:
+                        name = next((k for k in ("x", "images", "x_test") if k in f.files), None)
+                        if name is None:
+                            raise DataError(f"predict.input={path}: no array named x, images or x_test; it has {f.files}")
+                        images = f[name]
         except DataError:
             raise
         except Exception as e:
             raise DataError(npz_error(path, "predict.input", e)) from None
     else:
         images = read_idx(path, "predict.input")
-    if images.ndim == 4 and images.shape[-1] == 1:
-        images = images[..., 0]
-    if images.shape[1:] != IMAGE_SHAPE:
-        raise DataError(f"predict.input={path}: images of shape {images.shape[1:]}, expected 28x28")
-    return checked_images(images, f"predict.input={path}")
+    where = f"predict.input={path}"
+    if like is None:
+        return checked_features(images, where)
+    shape = like.shape[1:]
+    if images.shape[1:] != shape and images.ndim == len(shape) + 2 and images.shape[-1] == 1:
+        images = images[..., 0]  # [N, H, W, 1] for [N, H, W] training images
+    if images.shape[1:] != shape:
+        raise DataError(f"predict.input={path}: examples of shape {images.shape[1:]}, the model was trained on "
+                        f"{'x'.join(map(str, shape)) or 'scalars'}")
+    return checked_images(images, where) if like.dtype == np.uint8 else checked_features(images, where)
 
 
 def check_training_arrays(arrays: Optional[Arrays], batch_size: int) -> None:
@@ -368,7 +509,7 @@ def check_training_arrays(arrays: Optional[Arrays], batch_size: int) -> None:
     Raises:
       ConfigError: either is not so, naming the key to change.
     """
-    if arrays is None:
+    if arrays is None or isinstance(arrays, FileSource):
         return
     if len(arrays.train_x) < batch_size:
         raise ConfigError(f"train.batch_size={batch_size}: larger than the {len(arrays.train_x)} training examples; "

@@ -18,6 +18,7 @@ from typing import Callable, Dict, Optional, Tuple
 import tensorflow as tf
 
 from trainer.data.pipelines import Pipeline, batch_size_of, make_eval_input, make_train_input
+from trainer.data.sources import num_classes_of
 from trainer.errors import ConfigError
 from trainer.estimator import EstimatorSpec, ModeKeys, RunConfig
 from trainer.model.model_fn import ModelFn, load_model_fn, model_params
@@ -126,8 +127,13 @@ class _Model:
             return self.fn(pipeline.features, pipeline.labels, mode, self.params, self.run_config)
 
 
-def _model(cfg, run_config: Optional[RunConfig]) -> _Model:
-    return _Model(cfg, load_model_fn(cfg.model.fn), model_params(cfg), run_config or RunConfig())
+def _model(cfg, run_config: Optional[RunConfig], data=None) -> _Model:
+    """The model_fn with its params; a built-in model's null ``num_classes`` becomes the data's
+    (``trainer.data.sources.load_data`` fills the config itself where the modes load the data)."""
+    params = model_params(cfg)
+    if "num_classes" in params and params["num_classes"] is None:
+        params["num_classes"] = num_classes_of(data)
+    return _Model(cfg, load_model_fn(cfg.model.fn), params, run_config or RunConfig())
 
 
 def _add_train_accuracy(spec, labels) -> None:
@@ -324,7 +330,7 @@ def build_graph(cfg, arrays=None, placement: Placement = Placement(), run_config
 
 
 def _build(cfg, arrays, placement: Placement, run_config, shared_eval: bool) -> TrainGraph:
-    model = _model(cfg, run_config)
+    model = _model(cfg, run_config, arrays)
     graph = tf.Graph()
     device_fn = graph.device(placement.device_fn) if placement.device_fn else contextlib.nullcontext()
     with graph.as_default(), device_fn:
@@ -365,7 +371,7 @@ def _build(cfg, arrays, placement: Placement, run_config, shared_eval: bool) -> 
 def build_eval_graph(cfg, arrays, device: str, run_config: Optional[RunConfig] = None) -> EvalGraph:
     """An evaluation graph of its own: the eval input, the model_fn in EVAL mode, its metrics, and a
     Saver of its variables (to restore a checkpoint, or to be loaded with the training weights)."""
-    model = _model(cfg, run_config)
+    model = _model(cfg, run_config, arrays)
     graph = tf.Graph()
     with graph.as_default():
         seed_graph(cfg.train.seed)

@@ -8,7 +8,7 @@ from typing import Dict
 
 import tensorflow as tf
 
-from trainer.data.sources import load_arrays
+from trainer.data.sources import load_data
 from trainer.errors import CheckpointError
 from trainer.hooks.evaluation import check_examples, evaluate_once, format_metrics, objective_metric
 from trainer.model.graph import build_eval_graph
@@ -25,7 +25,7 @@ def evaluate(cfg, workdir: str) -> Dict:
     """Evaluate ``eval.checkpoint`` (default: the newest in ``checkpoint.dir``); returns the record."""
     device = resolve_device(cfg.device)
     path = checkpoint_to_read(cfg, cfg.eval.checkpoint)
-    arrays = load_arrays(cfg.data)
+    arrays = load_data(cfg)
     evaluation = build_eval_graph(cfg, arrays, device, make_run_config(cfg))
     objective = objective_metric(cfg.eval.objective, evaluation.metrics)
     with evaluation.graph.as_default():

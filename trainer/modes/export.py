@@ -12,7 +12,7 @@ import tensorflow as tf
 from trainer.checkpoints.intact import checkpoint_step
 from trainer.config.targets import load_callable
 from trainer.data.pipelines import make_eval_input
-from trainer.data.sources import load_arrays
+from trainer.data.sources import load_data
 from trainer.errors import ConfigError
 from trainer.model.graph import build_predict_part
 from trainer.model.model_fn import make_run_config, model_params
@@ -37,11 +37,10 @@ def _receiver(result, key: str):
     return receivers, features
 
 
-def _eval_features(cfg, run_config):
+def _eval_features(cfg, data, run_config):
     """The eval input's features, built in a scratch graph (for their names, dtypes and shapes)."""
-    arrays = None if cfg.data.name == "input_fn" else load_arrays(cfg.data)
     with tf.Graph().as_default():
-        return make_eval_input(cfg, arrays, model_params(cfg), run_config).features
+        return make_eval_input(cfg, data, model_params(cfg), run_config).features
 
 
 def _placeholder_like(tensor, name: str):
@@ -52,13 +51,13 @@ def _placeholder_like(tensor, name: str):
     return tf1.placeholder(tensor.dtype, [None] + tensor.shape.as_list()[1:], name=name)
 
 
-def _serving_input(cfg, run_config):
+def _serving_input(cfg, data, run_config):
     """(receiver tensors, features): ``export.serving_input_fn``'s, else placeholders shaped like the
     eval input's features (batch dimension open)."""
     if cfg.export.serving_input_fn:
         fn = load_callable(cfg.export.serving_input_fn, "export.serving_input_fn")
         return _receiver(fn(), "export.serving_input_fn")
-    like = _eval_features(cfg, run_config)
+    like = _eval_features(cfg, data, run_config)
     if isinstance(like, dict):
         features = {name: _placeholder_like(t, name) for name, t in sorted(like.items())}
         return dict(features), features
@@ -88,8 +87,9 @@ def export(cfg, workdir: str) -> Dict:
     if os.path.exists(export_dir):
         raise ConfigError(f"export.dir={export_dir} exists; give a new export.dir (an export is never overwritten)")
     run_config = make_run_config(cfg)
+    data = load_data(cfg)  # the features' shapes, and the classes of a model whose num_classes is null
     with tf.Graph().as_default():
-        receivers, features = _serving_input(cfg, run_config)
+        receivers, features = _serving_input(cfg, data, run_config)
         spec, saver, _ = build_predict_part(cfg, features, device, run_config)
         signatures = _signatures(spec, receivers)
         with tf1.Session(config=session_config(cfg.device, device)) as sess:

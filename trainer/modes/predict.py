@@ -12,8 +12,9 @@ import tensorflow as tf
 from trainer.config.targets import load_callable
 from trainer.errors import ConfigError
 from trainer.estimator import ModeKeys
-from trainer.data.pipelines import make_input_fn_pipeline, make_pipeline
-from trainer.data.sources import load_arrays, load_prediction_input
+from trainer.data.files import FileSource
+from trainer.data.pipelines import make_eval_input, make_input_fn_pipeline, make_pipeline
+from trainer.data.sources import load_data, load_prediction_input
 from trainer.hooks.runner import InputInitHook
 from trainer.model.graph import build_predict_part
 from trainer.model.model_fn import make_run_config, model_params
@@ -24,7 +25,7 @@ tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
 
 
-def _prediction_pipeline(cfg, run_config):
+def _prediction_pipeline(cfg, data, run_config):
     """``predict.input_fn`` (called in mode ``infer``), else ``predict.input``, else the eval input."""
     params = dict(model_params(cfg), batch_size=cfg.eval.batch_size)
     if cfg.predict.input_fn:
@@ -35,7 +36,16 @@ def _prediction_pipeline(cfg, run_config):
     if cfg.data.name == "input_fn" and not cfg.predict.input:
         fn = load_callable(cfg.data.eval_fn, "data.eval_fn")
         return make_input_fn_pipeline(fn, cfg.data.eval_fn, ModeKeys.EVAL, params, run_config)
-    images = load_prediction_input(cfg.predict.input) if cfg.predict.input else load_arrays(cfg.data).test_x
+    if not cfg.predict.input:
+        return make_eval_input(cfg, data, params, run_config)
+    if isinstance(data, FileSource):
+        if "feature_key" not in cfg.model.params:
+            raise ConfigError(f"predict.input: one array cannot give model.fn={cfg.model.fn} the features of "
+                              f"data={cfg.data.name} by name; set predict.input_fn")
+        like = data.packed_like(tuple(cfg.data.ignore))
+    else:
+        like = None if data is None else data.train_x
+    images = load_prediction_input(cfg.predict.input, like)
     return make_pipeline(images, np.zeros(len(images), np.int64), cfg.eval.batch_size, cfg.data.feature_key, train=False)
 
 
@@ -45,7 +55,7 @@ def predict(cfg, workdir: str) -> Dict:
     path = checkpoint_to_read(cfg, cfg.predict.checkpoint)
     run_config = make_run_config(cfg)
     with tf.Graph().as_default():
-        pipeline = _prediction_pipeline(cfg, run_config)
+        pipeline = _prediction_pipeline(cfg, load_data(cfg), run_config)
         spec, saver, global_step = build_predict_part(cfg, pipeline.features, device, run_config)
         predictions = spec.predictions if isinstance(spec.predictions, dict) else {"predictions": spec.predictions}
         creator = tf1.train.ChiefSessionCreator(scaffold=tf1.train.Scaffold(saver=saver),

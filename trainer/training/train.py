@@ -16,7 +16,9 @@ import tensorflow as tf
 
 from trainer.checkpoints.guard import claim, metrics_path
 from trainer.checkpoints.intact import latest_step
-from trainer.data.sources import check_training_arrays, load_arrays
+from trainer.data.files import FileSource
+from trainer.data.pipelines import input_error
+from trainer.data.sources import check_training_arrays, load_data
 from trainer.errors import Preempted, describe
 from trainer.estimator import RunConfig
 from trainer.hooks.assembly import RunParts, UserHooks, make_training_hooks, make_user_hooks
@@ -61,7 +63,7 @@ def train(cfg, workdir: str, cluster=None) -> Dict:
     precision = resolve_precision(cfg.device, device)
     check_replicas(cfg.device, device)
     mark = time.time()
-    arrays = load_arrays(cfg.data)
+    arrays = load_data(cfg)
     check_training_arrays(arrays, cfg.train.batch_size)
     timings["data"] = time.time() - mark
     mark = time.time()
@@ -183,6 +185,8 @@ class _Run:
     def eval_source(self) -> str:
         if self.arrays is None:
             return f"data.eval_fn={self.cfg.data.eval_fn}"
+        if isinstance(self.arrays, FileSource):
+            return f"data.eval_files ({len(self.arrays.eval_files)} files)"
         if self.cfg.data.get("validation_examples"):
             return f"the {self.cfg.data.name} validation split (data.validation_examples={self.cfg.data.validation_examples})"
         return f"the {self.cfg.data.name} test split"
@@ -192,11 +196,14 @@ class _Run:
         try:
             return self.train(start_step)
         except Exception as e:
-            record = {"status": "failed", "error": describe(e), "start_step": start_step, "model": self.cfg.model.name,
+            better = input_error(self.arrays, e)  # a bad record of a file source: name the file and record
+            record = {"status": "failed", "error": describe(better or e), "start_step": start_step, "model": self.cfg.model.name,
                       "session": str(self.cfg.session.kind), "max_steps": self.cfg.train.max_steps,
                       "global_step": _last_step(self.cfg.checkpoint.dir, start_step), "pid": os.getpid(),
                       "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
             write_json(metrics_path(self.workdir), record)
+            if better is not None:
+                raise better from None
             raise
 
     def train(self, start_step: Optional[int]) -> Dict:

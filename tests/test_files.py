@@ -1,0 +1,274 @@
+"""Datasets from files: TFRecord, CSV and NumPy of non-MNIST shapes, trained, resumed, sharded,
+predicted and exported through config alone; bad data named by file and record."""
+
+import csv
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from helpers import read_jsonl, weights
+from trainer import run
+from trainer.config.rules import prepare
+from trainer.data import files as file_data, pipelines
+from trainer.data.sources import load_data
+from trainer.errors import ConfigError, DataError
+
+tf1 = tf.compat.v1
+NOT_ARRAYS = ["data.train_examples=null", "data.test_examples=null"]
+IMAGE_SPEC = "data.features.image={shape: [32, 32, 3], dtype: uint8, encoding: raw}"
+
+
+def images(n, seed):
+    """Learnable 32x32 RGB images of 3 classes."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 3, n)
+    pixels = rng.normal(0, 40, (n, 32, 32, 3)) + labels[:, None, None, None] * 60
+    return pixels.clip(0, 255).astype(np.uint8), labels
+
+
+def write_tfrecords(folder, name, shards, per_shard, seed=0, corrupt=None):
+    """Shards of tf.train.Example records, written the way input pipelines write them: a raw image,
+    an int64 label and the record's running id."""
+    paths = []
+    x, y = images(shards * per_shard, seed)
+    for shard in range(shards):
+        path = os.path.join(folder, f"{name}-{shard:05d}-of-{shards:05d}.tfrecord")
+        with tf.io.TFRecordWriter(path) as writer:
+            for i in range(shard * per_shard, (shard + 1) * per_shard):
+                image = x[i].tobytes() if (shard, i - shard * per_shard) != corrupt else x[i].tobytes()[:-1]
+                example = tf.train.Example(features=tf.train.Features(feature={
+                    "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[image])),
+                    "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(y[i])])),
+                    "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[i])),
+                }))
+                writer.write(example.SerializeToString())
+        paths.append(path)
+    return paths
+
+
+def write_csv(path, n, seed, columns=13, bad_row=None):
+    """A 14-column table: 13 numeric features and a string label (census style)."""
+    rng = np.random.default_rng(seed)
+    table = rng.normal(size=(n, columns))
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow([f"f{i}" for i in range(columns)] + ["income_bracket"])
+        for i, row in enumerate(table):
+            fields = [f"{v:.5f}" for v in row] + [">50K" if row[0] + row[1] > 0 else "<=50K"]
+            writer.writerow(fields[:-2] + fields[-1:] if i == bad_row else fields)
+    return path
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("records")
+    write_tfrecords(str(folder), "train", shards=4, per_shard=50)
+    write_tfrecords(str(folder), "eval", shards=1, per_shard=40, seed=1)
+    return folder
+
+
+def tfrecord_cfg(folder, *more):
+    return [*NOT_ARRAYS, "data=tfrecord", f"data.train_files={folder}/train-*", f"data.eval_files={folder}/eval-*",
+            IMAGE_SPEC, "data.label_key=label", *more]
+
+
+def _stream(cfg, step, batches, replicas=(1, 0), key="id"):
+    """The first ``batches`` training batches of ``key`` for a run at global step ``step``."""
+    source = load_data(cfg)
+    with tf.Graph().as_default():
+        spec = dict(source.features)
+        spec.setdefault("id", file_data.Feature("id", (), "int64"))
+        source.features = spec
+        p = pipelines.make_file_pipeline(source, 16, True, None, seed=3, replicas=replicas, ignored=("image",))
+        with tf1.Session() as sess:
+            sess.run(p.initializer, p.feeds(step))
+            return np.concatenate([sess.run(p.features[key]) for _ in range(batches)])
+
+
+def test_a_resumed_tfrecord_stream_continues_the_batches_of_an_uninterrupted_one(make_cfg, records):
+    cfg = make_cfg(*tfrecord_cfg(records))
+    straight = _stream(cfg, 0, 30)  # 480 records: 2.4 epochs of 200
+    epochs = straight[:400].reshape(2, 200)
+    assert all(sorted(e) == list(range(200)) for e in epochs) and not np.array_equal(epochs[0], epochs[1])
+    for step in (5, 12, 25):  # within the first epoch, straddling the boundary, in the third epoch
+        np.testing.assert_array_equal(_stream(cfg, step, 3), straight[step * 16:(step + 3) * 16])
+    # Step 10**9 starts at once: epoch 80,000,000, no replay (the records are counted, not read).
+    far = _stream(cfg, 10**9, 1)
+    assert len(far) == 16 and set(far) <= set(range(200))
+
+
+def test_training_tasks_read_disjoint_shards(make_cfg, records, tmp_path):
+    cfg = make_cfg(*tfrecord_cfg(records))
+    by_file = [set(_stream(cfg, 0, 7, replicas=(2, i))) for i in (0, 1)]  # 4 files: two each
+    assert not by_file[0] & by_file[1] and by_file[0] | by_file[1] == set(range(200))
+    one = write_tfrecords(str(tmp_path), "one", shards=1, per_shard=64)[0]
+    cfg = make_cfg(*tfrecord_cfg(records, f"data.train_files={one}"))
+    by_record = [set(_stream(cfg, 0, 2, replicas=(2, i))) for i in (0, 1)]  # 1 file: every other record
+    assert not by_record[0] & by_record[1] and by_record[0] | by_record[1] == set(range(64))
+
+
+@pytest.mark.parametrize("session", ["monitored", "plain"])
+def test_tfrecord_images_train_resume_exactly_predict_and_export(make_cfg, records, tmp_path, session):
+    hook = "+hooks.recorder={{_target_: user_hooks.LossRecorder, path: {}}}"
+    base = tfrecord_cfg(records, "model=mnist", "train.batch_size=16", "train.deterministic=true",
+                        "model.params.dropout_rate=0.3", "eval.every_steps=null", f"session={session}")
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    for out in (straight, resumed):
+        out.mkdir()
+    run(make_cfg(*base, "train.max_steps=16", hook.format(straight / "losses.jsonl")), str(straight))
+    run(make_cfg(*base, "train.max_steps=7", hook.format(resumed / "losses.jsonl")), str(resumed))
+    result = run(make_cfg(*base, "train.max_steps=16", hook.format(resumed / "losses.jsonl")), str(resumed))
+    losses = [r["loss"] for r in read_jsonl(straight / "losses.jsonl")]
+    assert len(losses) == 16 and [r["loss"] for r in read_jsonl(resumed / "losses.jsonl")] == losses
+    a, b = weights(str(straight / "checkpoints")), weights(str(resumed / "checkpoints"))
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    assert result["eval_examples"] == 40 and result["eval_accuracy"] > 0.5
+    assert a["dense_1/kernel"].shape == (1024, 3)  # the classes came from the labels
+    if session == "plain":
+        return
+    x, _ = images(5, 9)
+    np.save(tmp_path / "five.npy", x)
+    predicted = run(make_cfg(*base, "mode=predict", f"predict.input={tmp_path / 'five.npy'}"), str(resumed))
+    exported = run(make_cfg(*base, "mode=export"), str(resumed))
+    serve = tf.saved_model.load(exported["export_dir"]).signatures["serving_default"]
+    assert serve.structured_input_signature[1]["x"].shape.as_list() == [None, 32, 32, 3]
+    out = serve(x=tf.constant(x.astype(np.float32) / 255))
+    with np.load(predicted["predictions"]) as f:
+        assert f["probabilities"].shape == (5, 3)
+        np.testing.assert_array_equal(out["classes"].numpy(), f["classes"])
+
+
+def test_csv_table_with_string_labels_trains_with_no_other_key(make_cfg, tmp_path):
+    train_csv = write_csv(tmp_path / "train.csv", 600, seed=0)
+    test_csv = write_csv(tmp_path / "test.csv", 150, seed=1)
+    cfg = make_cfg(*NOT_ARRAYS, "data=csv", f"data.train_files={train_csv}", f"data.eval_files={test_csv}",
+                   "data.label_key=income_bracket", "train.max_steps=300", "eval.every_steps=null")
+    result = run(cfg, str(tmp_path / "run"))
+    assert result["eval_examples"] == 150
+    assert result["eval_accuracy"] > 0.85  # y = f0 + f1 > 0: learnable from two of the 13 columns
+    trained = weights(str(tmp_path / "run" / "checkpoints"))
+    assert trained["dense/kernel"].shape == (13, 16) and trained["dense_1/kernel"].shape == (16, 2)
+
+
+def test_numpy_arrays_of_any_shape_memory_mapped(make_cfg, tmp_path):
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "arrays"
+    folder.mkdir()
+    table = rng.normal(size=(300, 14)).astype(np.float64)
+    labels = (table[:, 0] > 0).astype(np.int64) + (table[:, 1] > 0)
+    for key, value in dict(x_train=table[:240], y_train=labels[:240], x_test=table[240:], y_test=labels[240:]).items():
+        np.save(folder / f"{key}.npy", value)
+    cfg = make_cfg(*NOT_ARRAYS, "data=numpy", f"data.path={folder}", "train.max_steps=60", "eval.every_steps=null")
+    data = load_data(cfg)
+    assert isinstance(data.train_x, np.memmap) and data.num_classes == 3
+    result = run(cfg, str(tmp_path / "run"))
+    assert result["eval_examples"] == 60 and weights(str(tmp_path / "run" / "checkpoints"))["dense/kernel"].shape == (14, 16)
+
+
+def _failing_run(make_cfg, folder, tmp_path, *more):
+    with pytest.raises(DataError) as raised:
+        run(make_cfg(*tfrecord_cfg(folder, "eval.every_steps=null", *more)), str(tmp_path / "run"))
+    return str(raised.value)
+
+
+def test_bad_records_are_named_by_file_and_record(make_cfg, records, tmp_path):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    write_tfrecords(str(bad), "train", shards=2, per_shard=20, corrupt=(1, 7))
+    write_tfrecords(str(bad), "eval", shards=1, per_shard=8)
+    message = _failing_run(make_cfg, bad, tmp_path, "train.batch_size=8", "train.max_steps=10")
+    assert "train-00001-of-00002.tfrecord: record 7: feature 'image' holds 3071 bytes" in message
+    assert "3072" in message and "\n" not in message
+    assert json.load(open(tmp_path / "run" / "metrics.json"))["status"] == "failed"
+    with pytest.raises(DataError, match=r"data.train_files: .*nothing-\* matches no file"):
+        load_data(make_cfg(*tfrecord_cfg(records, f"data.train_files={tmp_path}/nothing-*")))
+    with pytest.raises(DataError, match=r"record 0: feature 'image' holds 3072 bytes, the spec \[32, 32, 1\]"):
+        load_data(make_cfg(*tfrecord_cfg(records, "data.features.image.shape=[32,32,1]")))
+    with pytest.raises(DataError, match=r"record 0: no feature 'weight'"):
+        load_data(make_cfg(*tfrecord_cfg(records, "data.features.weight={shape: [], dtype: float32}")))
+    with pytest.raises(DataError, match=r"record 0: feature 'id' is a int64_list, the spec \(float32\) reads a float_list"):
+        load_data(make_cfg(*tfrecord_cfg(records, "data.features.id={shape: [], dtype: float32}")))
+    with pytest.raises(ConfigError, match=r"data.label_key=label is float32; labels are integer class ids"):
+        load_data(make_cfg(*tfrecord_cfg(records, "data.features.label={shape: [], dtype: float32}")))
+    truncated = bad / "cut.tfrecord"
+    truncated.write_bytes((bad / "train-00000-of-00002.tfrecord").read_bytes()[:-100])
+    with pytest.raises(DataError, match=r"cut.tfrecord: record 19 is truncated"):
+        file_data.count_records("tfrecord", str(truncated))
+    message = _failing_run(make_cfg, records, tmp_path, "data.num_classes=2", "train.max_steps=40",
+                           "train.batch_size=16")
+    assert "label 2 is outside the 2 classes 0..1" in message
+
+
+def test_bad_csv_rows_are_named_by_file_and_line(make_cfg, tmp_path):
+    train_csv = write_csv(tmp_path / "train.csv", 160, seed=0, bad_row=120)
+    test_csv = write_csv(tmp_path / "test.csv", 16, seed=1)
+    cfg = make_cfg(*NOT_ARRAYS, "data=csv", f"data.train_files={train_csv}", f"data.eval_files={test_csv}",
+                   "data.label_key=income_bracket", "data.label_vocabulary=['<=50K','>50K']", "train.max_steps=30",
+                   "train.batch_size=16", "eval.every_steps=null")
+    with pytest.raises(DataError, match=r"train.csv: row 121 \(line 122\): 13 fields, the header has 14 columns"):
+        run(cfg, str(tmp_path / "run"))
+    with pytest.raises(ConfigError, match="data.ignore: \\['f99'\\] are not features"):
+        run(make_cfg(*NOT_ARRAYS, "data=csv", f"data.train_files={test_csv}", f"data.eval_files={test_csv}",
+                     "data.label_key=income_bracket", "data.ignore=[f99]"), str(tmp_path / "run2"))
+
+
+def test_file_source_keys_fail_before_tensorflow_work(make_cfg, records, tmp_path):
+    with pytest.raises(ConfigError, match="data.train_files is not set"):
+        prepare(make_cfg(*NOT_ARRAYS, "data=tfrecord"), str(tmp_path))
+    with pytest.raises(ConfigError, match="data.features.image.dtype=uint16: use one of"):
+        load_data(make_cfg(*tfrecord_cfg(records, "data.features.image.dtype=uint16")))
+    with pytest.raises(ConfigError, match="data.train_examples: not for data=tfrecord"):
+        load_data(make_cfg(*tfrecord_cfg(records, "data.train_examples=10")))
+
+
+def sharded_input_fn(params, input_context=None):
+    """A TF2-era input_fn: shards by the input context when it gets one."""
+    ds = tf.data.Dataset.range(40)
+    if input_context:
+        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    return ds.map(lambda i: ({"x": tf.cast(i, tf.float32)}, i)).batch(params["batch_size"])
+
+
+def test_input_fns_get_their_shard_as_an_input_context():
+    firsts = {}
+    for task in (0, 1):
+        with tf.Graph().as_default():
+            p = pipelines.make_input_fn_pipeline(sharded_input_fn, "tests.sharded_input_fn", "train", {"batch_size": 2},
+                                                 None, replicas=(2, task))
+            with tf1.Session() as sess:
+                sess.run(p.initializer, p.feeds(6))  # global step 6 shared by 2 tasks: 3 batches each
+                firsts[task] = sess.run(p.labels).tolist()
+    assert firsts == {0: [12, 14], 1: [13, 15]}
+
+
+def test_png_images_variable_length_and_defaulted_features_parse_as_specified(make_cfg, tmp_path):
+    x, y = images(6, 4)
+    with tf.io.TFRecordWriter(str(tmp_path / "png.tfrecord")) as writer:
+        for i in range(6):
+            feature = {
+                "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[tf.io.encode_png(x[i]).numpy()])),
+                "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(y[i])])),
+                "tags": tf.train.Feature(int64_list=tf.train.Int64List(value=list(range(i)))),
+            }
+            if i % 2:
+                feature["weight"] = tf.train.Feature(float_list=tf.train.FloatList(value=[0.5]))
+            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+    path = tmp_path / "png.tfrecord"
+    cfg = make_cfg(*NOT_ARRAYS, "data=tfrecord", f"data.train_files={path}", f"data.eval_files={path}",
+                   "data.features.image={shape: [32, 32, 3], dtype: uint8, encoding: png}",
+                   "data.features.tags={dtype: int64, var_len: true}",
+                   "data.features.weight={shape: [], dtype: float32, default: 1.0}", "data.num_classes=3")
+    source = load_data(cfg)
+    with tf.Graph().as_default():
+        p = pipelines.make_file_pipeline(source, 6, False, None)
+        with tf1.Session() as sess:
+            sess.run(p.initializer)
+            features, labels = sess.run([p.features, p.labels])
+    np.testing.assert_array_equal(features["image"], x)  # PNG is lossless: the pixels as written
+    np.testing.assert_array_equal(labels, y)
+    np.testing.assert_array_equal(features["weight"], [1.0, 0.5, 1.0, 0.5, 1.0, 0.5])
+    assert isinstance(features["tags"], tf.compat.v1.SparseTensorValue)
+    assert features["tags"].values.tolist() == [j for i in range(6) for j in range(i)]

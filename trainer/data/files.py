@@ -1,0 +1,479 @@
+"""Streamed datasets from files: TFRecord files of ``tf.train.Example`` and CSV tables.
+
+The files are read as they are needed, never loaded whole. A source knows its feature spec (from
+config, or a CSV's header and first rows), its number of classes, and how to make a training
+stream that starts at any global step in time independent of the step:
+
+- Epoch ``e`` reads the files in a permutation drawn from (``train.seed``, ``e``), interleaved
+  record by record, through a shuffle buffer seeded with (``train.seed``, ``e``). Its order is
+  a function of ``e`` alone.
+- The epochs follow one another without a break (a batch can straddle two), so a run resumed at
+  step ``s`` starts at epoch ``s * batch // records`` and skips fewer than one epoch's records:
+  exact (the batches of an uninterrupted run), and as fast at step 1,000,000 as at step 1,000.
+  Only then are the records counted (TFRecord: from the record headers, without reading the
+  payloads; CSV: lines).
+
+Bad data gets one line naming the file and the record: a cheap check of the first record before
+TensorFlow runs, and, when an input op fails during a run, a scan of the files in Python that
+finds the first record that breaks the spec (:meth:`FileSource.diagnose`).
+"""
+
+import csv
+import glob
+import gzip
+import logging
+import os
+import struct
+import zlib
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from omegaconf import OmegaConf
+
+from trainer.errors import ConfigError, DataError
+
+log = logging.getLogger(__name__)
+
+DTYPES = ("uint8", "int64", "int32", "float32", "string")
+ENCODINGS = (None, "raw", "png", "jpeg", "image")
+CYCLE_LENGTH = 4  # files read at once, record by record
+DEFAULT_SHUFFLE_BUFFER = 10_000
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One feature of a record: a fixed shape and dtype; bytes decoded by ``encoding`` (raw: the
+    array's bytes; png/jpeg/image: an encoded image); or of variable length (a SparseTensor)."""
+
+    name: str
+    shape: Tuple[int, ...] = ()
+    dtype: str = "float32"
+    encoding: Optional[str] = None
+    var_len: bool = False
+    default: Optional[object] = None
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape)) if self.shape else 1
+
+    @property
+    def stored(self) -> str:
+        """The tf.train.Feature list it is stored in: bytes_list, int64_list or float_list."""
+        if self.encoding or self.dtype == "string":
+            return "bytes_list"
+        return "float_list" if self.dtype == "float32" else "int64_list"
+
+
+def parse_features(spec, key: str = "data.features") -> Dict[str, Feature]:
+    """``data.features`` ({name: {shape, dtype, encoding, var_len, default}}) as Features.
+
+    Raises:
+      ConfigError: an unknown dtype or encoding, a bad shape, or an unknown entry.
+    """
+    features = {}
+    for name, entry in (spec or {}).items():
+        entry = dict(entry or {})
+        unknown = set(entry) - {"shape", "dtype", "encoding", "var_len", "default"}
+        if unknown:
+            raise ConfigError(f"{key}.{name}: unknown entries {sorted(unknown)}; give shape, dtype, encoding, var_len, default")
+        shape = entry.get("shape", [])
+        if not isinstance(shape, (list, tuple)) or not all(isinstance(d, int) and d > 0 for d in shape):
+            raise ConfigError(f"{key}.{name}.shape={shape}: give a list of positive sizes, e.g. [32, 32, 3] ([] for a scalar)")
+        dtype = str(entry.get("dtype", "float32"))
+        if dtype not in DTYPES:
+            raise ConfigError(f"{key}.{name}.dtype={dtype}: use one of {', '.join(DTYPES)}")
+        encoding = entry.get("encoding")
+        if encoding not in ENCODINGS:
+            raise ConfigError(f"{key}.{name}.encoding={encoding}: use raw (the array's bytes), png, jpeg, image or null")
+        if encoding in ("png", "jpeg", "image") and (len(shape) != 3 or dtype != "uint8"):
+            raise ConfigError(f"{key}.{name}: an encoded image needs shape [H, W, C] and dtype uint8")
+        if encoding == "raw" and dtype == "string":
+            raise ConfigError(f"{key}.{name}: encoding raw needs a numeric dtype (the bytes of a uint8, int64 or float32 array)")
+        if not encoding and dtype == "uint8":
+            raise ConfigError(f"{key}.{name}: tf.train.Example stores no uint8 list; give dtype int64, or encoding raw "
+                              "for bytes")
+        features[name] = Feature(name, tuple(shape), dtype, encoding, bool(entry.get("var_len", False)),
+                                 entry.get("default"))
+    return features
+
+
+def list_files(pattern, key: str) -> List[str]:
+    """The files a glob (or a list of globs and paths) names, sorted.
+
+    Raises:
+      DataError: the key is unset, or a pattern matches no file.
+    """
+    if not pattern:
+        raise ConfigError(f"{key} is not set; give a file, a glob ('/data/train-*.tfrecord') or a list of them")
+    patterns = [pattern] if isinstance(pattern, str) else list(pattern)
+    files = []
+    for p in patterns:
+        found = sorted(f for f in glob.glob(os.path.expanduser(str(p))) if os.path.isfile(f))
+        if not found:
+            raise DataError(f"{key}: {p} matches no file; check the path or the glob")
+        files.extend(found)
+    return files
+
+
+# --- counting and reading records in Python ----------------------------------------------------
+
+
+def _opener(path: str, compression: Optional[str]):
+    if compression == "GZIP":
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def tfrecord_records(path: str, compression: Optional[str] = None, payloads: bool = True):
+    """Yield each record's payload (or its length) of a TFRecord file, checking the framing.
+
+    Raises:
+      DataError: the file ends inside a record (truncated) or is not TFRecord.
+    """
+    if compression == "ZLIB":
+        with open(path, "rb") as f:
+            data = zlib.decompress(f.read())
+        import io
+        handle = io.BytesIO(data)
+    else:
+        handle = _opener(path, compression)
+    with handle as f:
+        index = 0
+        while True:
+            header = f.read(12)
+            if not header:
+                return
+            if len(header) < 12:
+                raise DataError(f"{path}: record {index} is truncated (the file ends in its header); rewrite the file")
+            (length,) = struct.unpack("<Q", header[:8])
+            if payloads:
+                body = f.read(length)
+                if len(body) < length or len(f.read(4)) < 4:
+                    raise DataError(f"{path}: record {index} is truncated ({len(body)} of {length} bytes); rewrite the file")
+                yield body
+            else:
+                if compression:
+                    skipped = len(f.read(length + 4))
+                else:
+                    f.seek(length + 4, os.SEEK_CUR)
+                    skipped = length + 4 if f.tell() <= os.fstat(f.fileno()).st_size else 0
+                if skipped < length + 4:
+                    raise DataError(f"{path}: record {index} is truncated; rewrite the file")
+                yield length
+            index += 1
+
+
+def count_records(kind: str, path: str, compression: Optional[str] = None) -> int:
+    """Records in one file: TFRecord from the headers (payloads are skipped), CSV rows after the header."""
+    if kind == "tfrecord":
+        return sum(1 for _ in tfrecord_records(path, compression, payloads=False))
+    with open(path, "rb") as f:
+        lines = sum(1 for line in f if line.strip())
+    return max(lines - 1, 0)
+
+
+def check_example(serialized: bytes, features: Dict[str, Feature], where: str) -> None:
+    """Check one serialized ``tf.train.Example`` against the spec, in Python.
+
+    Raises:
+      DataError: ``where``, the feature and what is wrong with it.
+    """
+    from tensorflow.core.example import example_pb2  # the protobuf alone; TensorFlow is imported already
+
+    example = example_pb2.Example()
+    try:
+        example.ParseFromString(serialized)
+    except Exception as e:
+        raise DataError(f"{where}: not a tf.train.Example ({e}); write tf.train.Example records")
+    found = example.features.feature
+    for name, spec in features.items():
+        if name not in found:
+            if spec.var_len or spec.default is not None:
+                continue
+            raise DataError(f"{where}: no feature {name!r} (it has {sorted(found)}); fix data.features or the records")
+        kind = found[name].WhichOneof("kind")
+        if kind != spec.stored:
+            raise DataError(f"{where}: feature {name!r} is a {kind}, the spec ({spec.dtype}"
+                            f"{', ' + spec.encoding if spec.encoding else ''}) reads a {spec.stored}; fix data.features.{name}")
+        values = getattr(found[name], kind).value
+        if spec.var_len:
+            continue
+        if spec.encoding == "raw":
+            want = spec.size * np.dtype(spec.dtype).itemsize
+            got = len(values[0]) if len(values) == 1 else None
+            if got != want:
+                raise DataError(f"{where}: feature {name!r} holds {got if got is not None else len(values)} "
+                                f"{'bytes' if got is not None else 'byte strings'}, the spec {list(spec.shape)} "
+                                f"{spec.dtype} needs {want} bytes; fix data.features.{name}")
+        elif spec.encoding:
+            if len(values) != 1:
+                raise DataError(f"{where}: feature {name!r} holds {len(values)} byte strings, an encoded image is one")
+        elif len(values) != spec.size:
+            raise DataError(f"{where}: feature {name!r} holds {len(values)} values, the spec's shape {list(spec.shape)} "
+                            f"needs {spec.size}; fix data.features.{name}.shape")
+
+
+# --- CSV -------------------------------------------------------------------------------------
+
+
+def _parses(value: str, kind) -> bool:
+    try:
+        kind(value)
+        return True
+    except ValueError:
+        return False
+
+
+def csv_columns(path: str, given: Dict[str, Feature], sample_rows: int = 100) -> Dict[str, Feature]:
+    """The columns of a CSV file, in order: named by its header, typed by ``given`` or by its first
+    rows (int64 when every value is an integer, float32 when a number, else string)."""
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        rows = [row for _, row in zip(range(sample_rows), reader)]
+    if not header:
+        raise DataError(f"{path}: empty, no header line; CSV files need a header naming the columns")
+    unknown = set(given) - set(header)
+    if unknown:
+        raise ConfigError(f"data.features: {sorted(unknown)} are not columns of {path} ({', '.join(header)})")
+    columns = {}
+    for i, name in enumerate(header):
+        if name in given:
+            columns[name] = given[name]
+            continue
+        values = [row[i] for row in rows if i < len(row) and row[i] != ""]
+        if values and all(_parses(v, int) for v in values):
+            dtype = "int64"
+        elif values and all(_parses(v, float) for v in values):
+            dtype = "float32"
+        else:
+            dtype = "string"
+        columns[name] = Feature(name, (), dtype)
+    return columns
+
+
+def check_csv_row(row: List[str], columns: Dict[str, Feature], where: str) -> None:
+    if len(row) != len(columns):
+        raise DataError(f"{where}: {len(row)} fields, the header has {len(columns)} columns; fix the row")
+    for value, spec in zip(row, columns.values()):
+        if value == "" and spec.default is None:
+            raise DataError(f"{where}: column {spec.name!r} is empty; fill it, or give data.features.{spec.name}.default")
+        if value and spec.dtype in ("int64", "int32") and not _parses(value, int):
+            raise DataError(f"{where}: column {spec.name!r} is {value!r}, not an integer; fix the row or "
+                            f"data.features.{spec.name}.dtype")
+        if value and spec.dtype == "float32" and not _parses(value, float):
+            raise DataError(f"{where}: column {spec.name!r} is {value!r}, not a number; fix the row or "
+                            f"data.features.{spec.name}.dtype")
+
+
+# --- the source ------------------------------------------------------------------------------
+
+
+@dataclass
+class FileSource:
+    """A TFRecord or CSV dataset: its files, features, label and classes (no TensorFlow until a
+    pipeline is built)."""
+
+    kind: str  # tfrecord | csv
+    train_files: List[str]
+    eval_files: List[str]
+    features: Dict[str, Feature]  # every feature (CSV: every column), label included
+    label_key: str
+    num_classes: int
+    label_vocabulary: Optional[List[str]] = None
+    compression: Optional[str] = None
+    shuffle_buffer: int = DEFAULT_SHUFFLE_BUFFER
+    _counts: Dict[str, int] = field(default_factory=dict)
+
+    @property
+    def inputs(self) -> Dict[str, Feature]:
+        return {k: f for k, f in self.features.items() if k != self.label_key}
+
+    def describe(self) -> str:
+        return f"data={self.kind} ({len(self.train_files)} training files, {len(self.eval_files)} evaluation files)"
+
+    def records(self, files: Sequence[str]) -> int:
+        for path in files:
+            if path not in self._counts:
+                self._counts[path] = count_records(self.kind, path, self.compression)
+        return sum(self._counts[p] for p in files)
+
+    def shard(self, replicas) -> Tuple[List[str], Optional[Tuple[int, int]]]:
+        """(this task's files, record-level shard or None): by file when every task gets one."""
+        count, index = replicas
+        if count <= 1:
+            return self.train_files, None
+        if len(self.train_files) >= count:
+            return self.train_files[index::count], None
+        return self.train_files, (count, index)
+
+    def epoch_records(self, replicas) -> int:
+        files, by_record = self.shard(replicas)
+        total = self.records(files)
+        if by_record is None:
+            return total
+        count, index = by_record
+        return len(range(index, total, count))
+
+    def packed_like(self, ignored=()) -> np.ndarray:
+        """An empty array shaped and typed like one batch of the built-in models' packed input (for
+        checking ``predict.input``): a single input as stored, several as float32 [0, total size]."""
+        inputs = [f for name, f in self.inputs.items() if name not in ignored]
+        if len(inputs) == 1 and inputs[0].dtype != "string":
+            return np.zeros((0, *inputs[0].shape), np.uint8 if inputs[0].dtype == "uint8" else np.float32)
+        return np.zeros((0, sum(f.size for f in inputs)), np.float32)
+
+    # Python-side checks, with file and record in the message.
+
+    def check_first(self) -> None:
+        """The first record of the first training and evaluation files against the spec."""
+        for path in (self.train_files[0], self.eval_files[0]):
+            self._scan(path, limit=1)
+
+    def diagnose(self, files: Sequence[str]) -> Optional[str]:
+        """The first record of ``files`` that breaks the spec, as one line (None if none does)."""
+        for path in files:
+            try:
+                self._scan(path)
+            except DataError as e:
+                return str(e)
+        return None
+
+    def _scan(self, path: str, limit: Optional[int] = None) -> None:
+        if self.kind == "tfrecord":
+            for index, record in enumerate(tfrecord_records(path, self.compression)):
+                if limit is not None and index >= limit:
+                    return
+                where = f"{path}: record {index}"
+                check_example(record, self.features, where)
+                self._check_label_record(record, where)
+            return
+        with open(path, newline="") as f:
+            reader = csv.reader(f)
+            next(reader, None)
+            for index, row in enumerate(reader):
+                if limit is not None and index >= limit:
+                    return
+                if not row:
+                    continue
+                where = f"{path}: row {index + 1} (line {reader.line_num})"
+                check_csv_row(row, self.features, where)
+                self._check_label(row[list(self.features).index(self.label_key)], where)
+
+    def _check_label_record(self, record: bytes, where: str) -> None:
+        from tensorflow.core.example import example_pb2
+
+        example = example_pb2.Example()
+        example.ParseFromString(record)
+        feature = example.features.feature.get(self.label_key)
+        kind = feature.WhichOneof("kind") if feature is not None else None
+        values = list(getattr(feature, kind).value) if kind else []
+        if len(values) == 1:
+            value = values[0]
+            self._check_label(value.decode() if isinstance(value, bytes) else value, where)
+
+    def _check_label(self, value, where: str) -> None:
+        if self.label_vocabulary is not None:
+            if str(value) not in self.label_vocabulary:
+                raise DataError(f"{where}: label {value!r} is not in data.label_vocabulary {self.label_vocabulary}")
+            return
+        number = float(value)
+        if number != int(number) or not 0 <= number < self.num_classes:
+            raise DataError(f"{where}: label {value} is outside the {self.num_classes} classes 0..{self.num_classes - 1}; "
+                            "set data.num_classes or fix the label")
+
+
+def _label_feature(features: Dict[str, Feature], label_key: Optional[str], kind: str) -> str:
+    if not label_key:
+        raise ConfigError(f"data.label_key is not set; data={kind} needs the name of the label "
+                          f"{'feature' if kind == 'tfrecord' else 'column'}, e.g. data.label_key=label")
+    return label_key
+
+
+def _scan_labels(source: FileSource) -> List:
+    """Every training label, read in Python (for the classes when data.num_classes is not given)."""
+    labels = []
+    if source.kind == "csv":
+        column = list(source.features).index(source.label_key)
+        for path in source.train_files:
+            with open(path, newline="") as f:
+                reader = csv.reader(f)
+                next(reader, None)
+                labels.extend(row[column] for row in reader if row and column < len(row))
+        return labels
+    from tensorflow.core.example import example_pb2
+
+    for path in source.train_files:
+        for index, record in enumerate(tfrecord_records(path, source.compression)):
+            example = example_pb2.Example()
+            example.ParseFromString(record)
+            feature = example.features.feature.get(source.label_key)
+            if feature is None or feature.WhichOneof("kind") != "int64_list" or len(feature.int64_list.value) != 1:
+                raise DataError(f"{path}: record {index}: label {source.label_key!r} is not one int64; "
+                                "write integer class ids, or set data.label_key")
+            labels.append(feature.int64_list.value[0])
+    return labels
+
+
+def load_files(data_cfg) -> FileSource:
+    """``data=tfrecord`` or ``data=csv`` as config describes it; files listed and the first record of
+    each split checked against the spec (nothing is loaded whole).
+
+    Raises:
+      ConfigError, DataError: naming the key, or the file and record.
+    """
+    kind = data_cfg.name
+    compression = data_cfg.get("compression") or None
+    if compression not in (None, "GZIP", "ZLIB"):
+        raise ConfigError(f"data.compression={compression}: use GZIP, ZLIB or null")
+    if kind == "csv" and compression:
+        raise ConfigError("data.compression: CSV files are read uncompressed; unpack them first")
+    train_files = list_files(data_cfg.get("train_files"), "data.train_files")
+    eval_files = list_files(data_cfg.get("eval_files"), "data.eval_files")
+    given = parse_features(OmegaConf.to_container(data_cfg.features, resolve=True) if data_cfg.get("features") else {})
+    label_key = _label_feature(given, data_cfg.get("label_key"), kind)
+    if kind == "tfrecord":
+        if not given:
+            raise ConfigError("data.features is not set; data=tfrecord needs the feature spec, e.g. "
+                              "data.features.image='{shape: [32, 32, 3], dtype: uint8, encoding: raw}'")
+        features = dict(given)
+        features.setdefault(label_key, Feature(label_key, (), "int64"))
+    else:
+        features = csv_columns(train_files[0], given)
+        for path in train_files[1:] + eval_files:
+            with open(path, newline="") as f:
+                header = next(csv.reader(f), None)
+            if header != list(features):
+                raise DataError(f"{path}: header {header} differs from {train_files[0]}'s {list(features)}; "
+                                "give every CSV file the same columns")
+    if label_key not in features:
+        raise ConfigError(f"data.label_key={label_key}: no such {'feature' if kind == 'tfrecord' else 'column'} "
+                          f"(there are {', '.join(features)})")
+    label = features[label_key]
+    if label.shape or label.var_len or label.encoding:
+        raise ConfigError(f"data.label_key={label_key}: the label must be one value per record (shape [])")
+    vocabulary = list(data_cfg.get("label_vocabulary") or []) or None
+    if label.dtype == "string" and vocabulary is None:
+        if kind != "csv":
+            raise ConfigError(f"data.label_key={label_key} is a string feature; set data.label_vocabulary=[...]")
+    elif label.dtype not in ("int64", "int32", "string"):
+        raise ConfigError(f"data.label_key={label_key} is {label.dtype}; labels are integer class ids (or strings with "
+                          "data.label_vocabulary)")
+    buffer = data_cfg.get("shuffle_buffer") or DEFAULT_SHUFFLE_BUFFER
+    source = FileSource(kind, train_files, eval_files, features, label_key, 0, vocabulary, compression, buffer)
+    num_classes = data_cfg.get("num_classes")
+    if label.dtype == "string" and vocabulary is None:
+        source.label_vocabulary = sorted({str(v) for v in _scan_labels(source)})
+        log.info("data.label_key=%s: the training files' labels are %s (data.label_vocabulary sets them)", label_key,
+                 source.label_vocabulary)
+    if source.label_vocabulary is not None:
+        num_classes = len(source.label_vocabulary)
+    elif num_classes is None:
+        labels = [int(float(v)) for v in _scan_labels(source)]
+        num_classes = max(max(labels) + 1, 1) if labels else 1
+        log.info("data.label_key=%s: %d classes (the largest training label plus one; data.num_classes sets it)",
+                 label_key, num_classes)
+    source.num_classes = int(num_classes)
+    source.check_first()
+    return source
