@@ -177,48 +177,54 @@ def _parse_spec(feature: Feature):
 
 
 def _decoded(feature: Feature, value):
+    """A batch of one parsed feature, decoded: raw bytes to arrays, encoded images to pixels."""
     if feature.var_len:
         return value
     if feature.encoding == "raw":
-        return tf.reshape(tf.io.decode_raw(value, _TF_DTYPES[feature.dtype]), list(feature.shape))
+        return tf.reshape(tf.io.decode_raw(value, _TF_DTYPES[feature.dtype]), [-1, *feature.shape])
     if feature.encoding:
-        image = tf.io.decode_image(value, channels=feature.shape[-1], expand_animations=False)
-        return tf.ensure_shape(image, list(feature.shape))
+        def decode(one):
+            image = tf.io.decode_image(one, channels=feature.shape[-1], expand_animations=False)
+            return tf.ensure_shape(image, list(feature.shape))
+
+        return tf.map_fn(decode, value, fn_output_signature=tf.TensorSpec(feature.shape, tf.uint8))
     if feature.dtype == "int32":
         return tf.cast(value, tf.int32)
     return value
 
 
 def _parser(source: FileSource):
-    """serialized record -> {name: tensor} for every feature (label included)."""
+    """A batch of serialized records (or CSV lines) -> {name: [batch, ...]} for every feature, label
+    included (parsed a batch at a time: several times faster than record by record)."""
     if source.kind == "tfrecord":
         spec = {name: _parse_spec(f) for name, f in source.features.items()}
 
-        def parse(record):
-            parsed = tf.io.parse_single_example(record, spec)
+        def parse(records):
+            parsed = tf.io.parse_example(records, spec)
             return {name: _decoded(f, parsed[name]) for name, f in source.features.items()}
 
         return parse
     defaults = [[] if f.default is None else [f.default] for f in source.features.values()]
     defaults = [tf.constant(d, _TF_DTYPES[f.dtype]) for d, f in zip(defaults, source.features.values())]
 
-    def parse_csv(line):
-        values = tf.io.decode_csv(line, defaults)
+    def parse_csv(lines):
+        values = tf.io.decode_csv(lines, defaults)
         return dict(zip(source.features, values))
 
     return parse_csv
 
 
 def _class_id(source: FileSource, label):
-    """The label as an int64 class id, checked against the classes (a bad one fails the input op,
-    which :meth:`FileSource.diagnose` then explains)."""
+    """A batch of labels as int64 class ids, checked against the classes (a bad one fails the input
+    op, which :meth:`FileSource.diagnose` then explains)."""
     if source.label_vocabulary is not None:
         vocabulary = tf.constant(source.label_vocabulary)
         label = tf.strings.as_string(label) if label.dtype != tf.string else label
-        hits = tf.cast(tf.equal(vocabulary, label), tf.int64)
-        check = tf.debugging.assert_equal(tf.reduce_sum(hits), tf.constant(1, tf.int64), message="label not in vocabulary")
+        hits = tf.cast(tf.equal(tf.expand_dims(label, -1), vocabulary), tf.int64)
+        check = tf.debugging.assert_equal(tf.reduce_sum(hits, axis=-1), tf.constant(1, tf.int64),
+                                          message="label not in vocabulary")
         with tf.control_dependencies([check]):
-            return tf.argmax(hits, output_type=tf.int64)
+            return tf.argmax(hits, axis=-1, output_type=tf.int64)
     label = tf.cast(label, tf.int64)
     check = tf.debugging.assert_less(label, tf.constant(source.num_classes, tf.int64), message="label out of range")
     check_low = tf.debugging.assert_non_negative(label, message="label out of range")
@@ -254,7 +260,7 @@ def _packed(inputs: list, features: dict) -> object:
     if len(inputs) == 1:
         x = number(inputs[0])
         return tf.expand_dims(x, -1) if len(inputs[0].shape) == 2 else x
-    return tf.concat([tf.reshape(number(f), [f.size]) for f in inputs], axis=0)
+    return tf.concat([tf.reshape(number(f), [-1, f.size]) for f in inputs], axis=1)
 
 
 def make_file_pipeline(source: FileSource, batch_size: int, train: bool, pack_key: Optional[str],
@@ -274,8 +280,8 @@ def make_file_pipeline(source: FileSource, batch_size: int, train: bool, pack_ke
         raise ConfigError(f"data.ignore: {sorted(unknown)} are not features (there are {', '.join(source.inputs)})")
     packed = _packable(source, ignored) if pack_key else None
 
-    def example(record):
-        parsed = parse(record)
+    def examples(records):
+        parsed = parse(records)
         label = _class_id(source, parsed.pop(source.label_key))
         for name in ignored:
             parsed.pop(name, None)
@@ -300,11 +306,10 @@ def make_file_pipeline(source: FileSource, batch_size: int, train: bool, pack_ke
                 return ds.shuffle(source.shuffle_buffer, seed=seed * 1_000_003 + epoch)
 
             ds = tf.data.Dataset.range(first_epoch, tf.int64.max).flat_map(epoch_records).skip(offset)
-            ds = ds.map(example, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
             ds = ds.batch(batch_size, drop_remainder=True)
         else:
-            ds = tf.data.Dataset.from_tensor_slices(source.eval_files).flat_map(read)
-            ds = ds.map(example, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).batch(batch_size)
+            ds = tf.data.Dataset.from_tensor_slices(source.eval_files).flat_map(read).batch(batch_size)
+        ds = ds.map(examples, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         iterator = tf1.data.make_initializable_iterator(without_autotune_model(ds.prefetch(tf.data.AUTOTUNE)))
         features, labels = iterator.get_next()
 
