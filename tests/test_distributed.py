@@ -218,10 +218,20 @@ def _output(cwd, name):
 
 
 def test_local_cluster_trains_to_max_steps(tmp_path):
-    """One command: 1 ps + 2 workers; the chief's checkpoint reaches max_steps, every task exits 0."""
+    """One command: 1 ps + 2 workers on sharded TFRecord files, each worker reading its own files;
+    the chief's checkpoint reaches max_steps, every task exits 0."""
+    from test_files import write_tfrecords
+
+    data = tmp_path / "data"
+    data.mkdir()
+    write_tfrecords(str(data), "train", shards=4, per_shard=50)
+    write_tfrecords(str(data), "eval", shards=1, per_shard=40, seed=1)
+    command = [TRAIN, *(o for o in CLUSTER_TINY if not o.startswith("data")), "data=tfrecord",
+               f"data.train_files={data}/train-*", f"data.eval_files={data}/eval-*", "data.label_key=label",
+               "data.features.image={shape: [32, 32, 3], dtype: uint8, encoding: raw}", "distributed=local"]
     max_steps = 300
-    proc = subprocess.run([TRAIN, *CLUSTER_TINY, "distributed=local", f"train.max_steps={max_steps}",
-                           "checkpoint.every_steps=100"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([*command, f"train.max_steps={max_steps}", "checkpoint.every_steps=100"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     (run,) = [d for d in glob.glob(str(tmp_path / "outputs" / "*")) if not os.path.islink(d)]  # not outputs/latest
     metrics = json.load(open(os.path.join(run, "metrics.json")))
@@ -237,13 +247,20 @@ def test_local_cluster_trains_to_max_steps(tmp_path):
     assert "[worker-1]" in proc.stdout and "[    ps-0]" in proc.stdout  # the combined view
     worker1_log = open(os.path.join(run, "logs", "worker-1.log")).read()
     assert "hooks (all): WatchdogHook" in worker1_log and "hooks (chief)" not in worker1_log
-    assert "CheckpointSaverHook" in open(os.path.join(run, "logs", "worker-0.log")).read()
+    worker0_log = open(os.path.join(run, "logs", "worker-0.log")).read()
+    assert "CheckpointSaverHook" in worker0_log
+    # Each training task reads its own half of the files (4 files, 2 tasks); the chief evaluates all.
+    assert f"training task 0 of 2 reads 2 of the 4 training files: {data}/train-00000-of-00004.tfrecord, " \
+           f"{data}/train-00002-of-00004.tfrecord" in worker0_log
+    assert f"training task 1 of 2 reads 2 of the 4 training files: {data}/train-00001-of-00004.tfrecord, " \
+           f"{data}/train-00003-of-00004.tfrecord" in worker1_log
+    assert metrics["eval_examples"] == 40
     for record in (metrics, worker1, ps0):
         assert not _alive(record["pid"])
 
     # The same command again: nothing to do.
-    again = subprocess.run([TRAIN, *CLUSTER_TINY, "distributed=local", f"train.max_steps={max_steps}",
-                            "checkpoint.every_steps=100"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    again = subprocess.run([*command, f"train.max_steps={max_steps}", "checkpoint.every_steps=100"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "nothing to do" in again.stderr + again.stdout
 
 

@@ -5,6 +5,7 @@ file as large as the dataset): the pipelines read them from placeholders fed whe
 their iterators are initialised.
 """
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional
 
@@ -17,6 +18,7 @@ from trainer.errors import ConfigError, DataError
 from trainer.estimator import ModeKeys
 
 tf1 = tf.compat.v1
+log = logging.getLogger("trainer")
 
 INPUT_FN_ARGS = ("params", "mode", "config", "input_context")
 
@@ -292,6 +294,10 @@ def make_file_pipeline(source: FileSource, batch_size: int, train: bool, pack_ke
         first_epoch = offset = None
         if train:
             files, by_record = source.shard(replicas)
+            if replicas[0] > 1:
+                log.info("training task %d of %d reads %s", replicas[1], replicas[0],
+                         f"one record in {by_record[0]}, from record {by_record[1]}" if by_record
+                         else f"{len(files)} of the {len(source.train_files)} training files: {', '.join(files)}")
             names = tf.constant(files)
             first_epoch = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="first_epoch")
             offset = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="skip_records")
