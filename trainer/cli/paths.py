@@ -19,6 +19,7 @@ import hashlib
 import os
 import re
 
+import yaml
 from omegaconf import OmegaConf
 
 from trainer.dist.roles import resolve_role
@@ -55,15 +56,16 @@ def _name(overrides) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _default_options() -> dict:
-    """{group: its default option} from the root config's defaults list."""
+    """{group: its default option} from the root config's defaults list (read with plain YAML: this
+    runs inside Hydra's composition, as a resolver)."""
     try:
         import trainer.conf
 
-        defaults = OmegaConf.load(os.path.join(trainer.conf.__path__[0], "config.yaml")).defaults
+        with open(os.path.join(trainer.conf.__path__[0], "config.yaml")) as f:
+            defaults = yaml.safe_load(f).get("defaults", [])
+        return {str(k): str(v) for entry in defaults if isinstance(entry, dict) for k, v in entry.items()}
     except Exception:  # an unusual install: drop nothing
         return {}
-    return {k: str(v) for entry in defaults if isinstance(entry, dict) or OmegaConf.is_dict(entry)
-            for k, v in entry.items()}
 
 
 def _short_value(value: str) -> str:
