@@ -36,3 +36,22 @@ def test_a_model_with_its_own_summaries_still_gets_the_fixed_tags(make_cfg, tmp_
     train = scalars(tmp_path / "checkpoints")
     assert train["loss"] == [5, 10, 15, 20] and "learning_rate" not in train  # its own optimizer: no rate known
     assert scalars(tmp_path / "checkpoints" / "eval")["eval_accuracy"] == [10, 20]
+
+
+@pytest.mark.parametrize("session", BACKENDS)
+def test_the_graph_files_and_the_first_checkpoint_are_written(make_cfg, tmp_path, session):
+    """graph.pbtxt and the events file's graph and meta graph (written by a thread while training
+    starts) hold the whole graph; the starting step's checkpoint is there too."""
+    from google.protobuf import text_format
+    from tensorflow.core.framework.graph_pb2 import GraphDef
+
+    run(make_cfg(f"session={session}"), str(tmp_path))
+    ckpt = tmp_path / "checkpoints"
+    events = EventAccumulator(str(ckpt))
+    events.Reload()
+    assert events.Tags()["graph"] and events.Tags()["meta_graph"]
+    in_events = {node.name for node in events.Graph().node}
+    in_meta = {node.name for node in events.MetaGraph().graph_def.node}
+    in_pbtxt = {node.name for node in text_format.Parse((ckpt / "graph.pbtxt").read_text(), GraphDef()).node}
+    assert "global_step" in in_events and in_events == in_meta == in_pbtxt
+    assert (ckpt / "model.ckpt-0.index").exists() and (ckpt / "model.ckpt-0.meta").exists()

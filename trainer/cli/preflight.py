@@ -1,9 +1,11 @@
-"""Check a single run's command line before Hydra starts the job.
+"""Check a command line before Hydra starts the job.
 
 Hydra reports composition errors (an unknown option, a key that does not exist, a
-value of the wrong type) as several lines and exits 1. Composing the same
-overrides here first turns each into one line naming the key and the fix, with
-exit status 2, before any output dir or TensorFlow work exists.
+value of the wrong type) as several lines and exits 1. Here each becomes one line
+naming the key and the fix, with exit status 2, before any output dir or TensorFlow
+work exists: a single run's config is composed once, checked, and then run as it is
+(:func:`checked_run_config`); a sweep's overrides are composed for every value first
+(:func:`preflight`).
 """
 
 import os
@@ -13,7 +15,8 @@ from typing import List
 from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import MissingConfigException
-from omegaconf import ListConfig, OmegaConf
+from hydra.types import RunMode
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 
 from trainer.config.rules import check_writable_dir, validate
@@ -131,12 +134,48 @@ def _check_output_dir(argv: List[str], overrides: List[str], multirun: bool) -> 
                           f"writable dir or set {key}=DIR") from None
 
 
+def hydra_handles(argv: List[str]) -> bool:
+    """Whether Hydra's own entry point takes this command line: a flag (``--cfg``, ``--help``, ...) or
+    ``HYDRA_FULL_ERROR=1`` (its tracebacks)."""
+    return any(a.split("=", 1)[0] in _HYDRA_FLAGS for a in argv if a not in _MULTIRUN) or full_errors()
+
+
+def is_single_run(argv: List[str]) -> bool:
+    """One run, neither ``-m`` nor ``hydra.mode=`` asking for a sweep, nor a flag for Hydra."""
+    return (not any(a in _MULTIRUN or a.startswith("hydra.mode=") for a in argv)) and not hydra_handles(argv)
+
+
+def _check(cfg) -> None:
+    try:
+        if cfg.resume:
+            check_resumable(cfg.resume)  # before Hydra makes the dir or writes .hydra/resume into it
+        else:
+            validate(cfg)
+    except InterpolationResolutionError:
+        pass  # a value naming ${hydra:...}: only the job itself can resolve it (and checks it then)
+
+
+def checked_run_config(hydra_app, argv: List[str]) -> DictConfig:
+    """A single run's whole config, ``hydra`` node included, composed as ``Hydra.run`` composes it
+    and checked; exit 2 with one line if it is wrong. The job then runs on this very config."""
+    try:
+        _check_output_dir(argv, [a for a in argv if not a.lstrip("+~").startswith(("hydra.", "hydra/"))], False)
+        # hydra.mode=RUN: the override @hydra.main adds when the config leaves the mode unset.
+        cfg = hydra_app.compose_config("config", overrides=[*argv, "hydra.mode=RUN"], run_mode=RunMode.RUN)
+        _check(cfg)
+        return cfg
+    except ConfigError as e:
+        fail(str(e), ConfigError.exit_code)
+    except Exception as e:
+        fail(one_line(e), ConfigError.exit_code)
+
+
 def preflight(argv: List[str], config_module: str) -> None:
     """Compose and validate the overrides of a single run, or of every value of a sweep (``-m``);
     exit 2 with one line if they are wrong."""
     multirun = any(a in _MULTIRUN for a in argv)
     flags = [a for a in argv if a not in _MULTIRUN]
-    if any(a.split("=", 1)[0] in _HYDRA_FLAGS for a in flags) or full_errors():
+    if hydra_handles(argv):
         return  # Hydra's own handling (and, with HYDRA_FULL_ERROR=1, its tracebacks)
     overrides = [a for a in flags if not a.lstrip("+~").startswith(("hydra.", "hydra/"))]
     try:
@@ -144,14 +183,7 @@ def preflight(argv: List[str], config_module: str) -> None:
         variants = sweep_variants(overrides) if multirun else [overrides]
         with initialize_config_module(config_module=config_module, version_base="1.3"):
             for variant in variants:
-                cfg = compose("config", overrides=variant)
-                try:
-                    if cfg.resume:
-                        check_resumable(cfg.resume)  # before Hydra makes the dir or writes .hydra/resume into it
-                    else:
-                        validate(cfg)
-                except InterpolationResolutionError:
-                    continue  # a value naming ${hydra:...}: only the job itself can resolve it (and checks it then)
+                _check(compose("config", overrides=variant))
     except ConfigError as e:
         fail(str(e), ConfigError.exit_code)
     except Exception as e:

@@ -73,6 +73,6 @@ def numpy_input_fn(x: Arrays, y: Optional[Arrays] = None, batch_size: int = 128,
 
         signature = tuple(_spec(columns[k]) for k in keys)
         dataset = tf.data.Dataset.from_generator(batches, output_signature=signature)
-        return dataset.map(lambda *values: unflatten(values)).prefetch(2)
+        return dataset.map(tf.autograph.experimental.do_not_convert(lambda *values: unflatten(values))).prefetch(2)
 
     return input_fn

@@ -14,8 +14,8 @@ import tensorflow as tf
 from trainer.config.targets import instantiate
 from trainer.errors import ConfigError
 from trainer.hooks.evaluation import EvalHook
-from trainer.hooks.runner import (InputInitHook, MetricsHook, NanGuardHook, PreemptionHook, ReleaseSyncWorkersHook,
-                                  StalledStepHook, StopAtLastStepHook, TrainingSummaryHook)
+from trainer.hooks.runner import (CheckpointSaverHook, InputInitHook, MetricsHook, NanGuardHook, PreemptionHook,
+                                  ReleaseSyncWorkersHook, StalledStepHook, StopAtLastStepHook, TrainingSummaryHook)
 
 tf1 = tf.compat.v1
 
@@ -93,8 +93,8 @@ def _checkpoint_saver(cfg, graph, listeners):
     every_steps, every_secs = cfg.checkpoint.every_steps, cfg.checkpoint.every_secs
     if not every_steps and not every_secs:
         every_steps = cfg.train.max_steps or NEVER_STEPS  # only the first and the final save
-    return tf1.train.CheckpointSaverHook(cfg.checkpoint.dir, save_secs=every_secs or None,
-                                         save_steps=every_steps or None, saver=graph.saver, listeners=listeners)
+    return CheckpointSaverHook(cfg.checkpoint.dir, save_secs=every_secs or None, save_steps=every_steps or None,
+                               saver=graph.saver, listeners=listeners)
 
 
 def make_training_hooks(cfg, graph, user: UserHooks, parts: RunParts, cluster=None) -> TrainingHooks:
