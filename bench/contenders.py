@@ -71,6 +71,8 @@ def _keras_mlp(keras):
 def keras_fit(args, legacy: bool):
     """The same model with Model.fit: tf_keras (``legacy``) or Keras 3 on the TensorFlow backend."""
     os.environ["TF_USE_LEGACY_KERAS"] = "1" if legacy else "0"
+    # The kernels the runner runs with (importing trainer sets this): the comparison is of the loops.
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if legacy:
         import tf_keras as keras

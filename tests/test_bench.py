@@ -35,3 +35,16 @@ def test_overhead_script_measures_both_backends(tmp_path):
     for r in results:
         assert r["runner_ms"] > 0 and r["bare_ms"] > 0 and len(r["blocks"]["runner"]) == 2
     assert json.loads(out.read_text())["results"][1]["session"] == "monitored"
+
+
+def test_curves_script_records_each_evaluation_of_a_train_command(tmp_path):
+    out = tmp_path / "curves.json"
+    tiny = ("TF_ENABLE_ONEDNN_OPTS=0 model=mlp data=synthetic data.train_examples=256 data.test_examples=64 "
+            "train.batch_size=32 train.max_steps=10 eval.every_steps=5 log.progress=off")
+    proc = subprocess.run([sys.executable, "-m", "bench.curves", "--target", "0.0", "--run", "tiny", tiny,
+                           "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = json.loads(out.read_text())["runs"]["tiny"]
+    assert [point["step"] for point in run["curve"]] == [5, 10] and run["reached"]["step"] == 5
+    assert run["onednn"] is False  # the environment word reached the train process
+    assert 0 < run["first_step_secs"] <= run["curve"][0]["secs"]

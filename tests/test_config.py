@@ -49,6 +49,12 @@ def test_every_option_composes_and_validates(make_cfg, monkeypatch, group, optio
         assert cfg.hooks.extra._target_ and cfg.hooks.extra.role in ("chief", "all")
     elif group == "sweep":  # search spaces, added to a multirun with +sweep=NAME
         cfg = make_cfg(f"+sweep={option}")
+    elif group == "recipe":  # the defaults of one model, dataset and optimizer: picked by the three choices
+        model = next(m for m in options("model") if option.startswith(m + "_"))
+        optimizer = next(o for o in options("optimizer") if option.endswith("_" + o))
+        data = option[len(model) + 1:-len(optimizer) - 1]
+        assert data in options("data"), option
+        cfg = make_cfg(f"model={model}", f"data={data}", f"optimizer={optimizer}")
     else:
         cfg = make_cfg(f"{group}={option}", *REQUIRED.get(option, []))
     OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
@@ -63,6 +69,26 @@ def test_defaults(make_cfg):
     assert cfg.model.name == "mnist" and cfg.data.name == "mnist"
     assert cfg.session.kind == "monitored" and cfg.device.kind == "auto"
     assert cfg.checkpoint.dir is None and cfg.train.max_steps > 0
+
+
+def test_the_defaults_of_one_model_on_one_dataset():
+    """conf/recipe/mnist_fashion_mnist_adam.yaml applies to that combination only, under the command line."""
+    from hydra import compose, initialize_config_module
+
+    with initialize_config_module(config_module="trainer.conf", version_base="1.3"):
+        pair = compose("config", overrides=["model=mnist", "data=fashion_mnist"])
+        other_model = compose("config", overrides=["model=mlp", "data=fashion_mnist"])
+        other_data = compose("config", overrides=["model=mnist", "data=mnist"])
+        other_optimizer = compose("config", overrides=["model=mnist", "data=fashion_mnist", "optimizer=momentum"])
+        overridden = compose("config", overrides=["model=mnist", "data=fashion_mnist", "optimizer.schedule=constant",
+                                                  "train.max_steps=30"])
+    assert pair.optimizer.schedule == "cosine" and pair.optimizer.learning_rate == 0.002
+    assert pair.train.max_steps == 2500 and pair.eval.every_steps == 500
+    for cfg in (other_model, other_data, other_optimizer):
+        assert cfg.optimizer.schedule == "constant" and cfg.train.max_steps == 2000
+    assert other_optimizer.optimizer.learning_rate == 0.01
+    assert overridden.optimizer.schedule == "constant" and overridden.train.max_steps == 30
+    validate(pair)
 
 
 # The bad-input catalogue: (overrides, a fragment of the one-line message that must name the key).

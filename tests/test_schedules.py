@@ -68,6 +68,23 @@ def test_resume_with_decay_steps_is_bitwise_equal_to_an_uninterrupted_run(make_c
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
 
+def test_raising_max_steps_under_a_schedule_that_decays_to_it_is_said_on_resume(make_cfg, tmp_path, caplog):
+    cosine = ["optimizer=momentum", "optimizer.learning_rate=0.05", "optimizer.schedule=cosine"]
+    run(make_cfg(*cosine, "train.max_steps=10"), str(tmp_path / "stretched"))
+    with caplog.at_level("WARNING", logger="trainer"):
+        run(make_cfg(*cosine, "train.max_steps=20"), str(tmp_path / "stretched"))
+    said = [r.getMessage() for r in caplog.records if "decays to train.max_steps" in r.getMessage()]
+    # At step 10 the 10-step cosine had reached 0; stretched to 20 steps the rate is back at half its peak.
+    assert said == ["optimizer.schedule=cosine decays to train.max_steps, which was 10 and is now 20: the learning "
+                    "rate at step 10 goes from 0 to 0.025; set optimizer.decay_steps=10 to keep the former curve"]
+    caplog.clear()
+    fixed = [*cosine, "optimizer.decay_steps=10"]
+    run(make_cfg(*fixed, "train.max_steps=10"), str(tmp_path / "fixed"))
+    with caplog.at_level("WARNING", logger="trainer"):
+        run(make_cfg(*fixed, "train.max_steps=20"), str(tmp_path / "fixed"))
+    assert not [r for r in caplog.records if "decays to train.max_steps" in r.getMessage()]
+
+
 def _one_step(make_cfg, tmp_path, *overrides):
     """The trainable weights before and after one step of the runner's train op (same batch, same init)."""
     from trainer.data.sources import load_arrays

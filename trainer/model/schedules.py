@@ -38,6 +38,18 @@ def decay_horizon(optimizer_cfg, max_steps):
     return int(max_steps) - int(optimizer_cfg.warmup_steps)
 
 
+def stretched(optimizer_cfg, step: int, before, now):
+    """The warning for a resumed run whose schedule decays to ``train.max_steps`` when that changed
+    from ``before`` to ``now``: the curve is stretched (or shrunk) from ``step`` on. None otherwise."""
+    if ("schedule" not in optimizer_cfg or str(optimizer_cfg.schedule) not in ("cosine", "polynomial")
+            or optimizer_cfg.decay_steps or before is None or now is None or int(before) == int(now)):
+        return None
+    was, becomes = expected_rate(optimizer_cfg, step, before), expected_rate(optimizer_cfg, step, now)
+    return (f"optimizer.schedule={optimizer_cfg.schedule} decays to train.max_steps, which was {before} and is now "
+            f"{now}: the learning rate at step {step} goes from {was:.3g} to {becomes:.3g}; set "
+            f"optimizer.decay_steps={int(before) - int(optimizer_cfg.warmup_steps)} to keep the former curve")
+
+
 def learning_rate(optimizer_cfg, global_step, max_steps):
     """The scheduled learning rate, a float32 tensor of ``global_step``."""
     kind = str(optimizer_cfg.schedule)

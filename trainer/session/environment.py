@@ -87,6 +87,14 @@ def import_secs() -> float:
     return _import_secs.get("tensorflow", 0.0)
 
 
+def onednn_enabled() -> bool:
+    """Whether TensorFlow runs its oneDNN CPU kernels in this process (``TF_ENABLE_ONEDNN_OPTS``
+    as read at import, and the CPU)."""
+    from tensorflow.python.util import _pywrap_util_port
+
+    return bool(_pywrap_util_port.IsMklEnabled())
+
+
 def set_determinism(deterministic: bool) -> None:
     """Turn op determinism on or off for this process (a sweep may mix both)."""
     import tensorflow as tf

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from trainer.errors import TrainingError
 from trainer.records import eval_key
+from trainer.session.environment import onednn_enabled
 
 log = logging.getLogger("trainer")
 
@@ -43,7 +44,7 @@ def worker_record(run, stats, preemption) -> Dict:
         "loss": None, "session": str(cfg.session.kind),
         "steps_per_sec": stats.steps / stats.train_secs if stats.train_secs > 0 else None,
         "model": cfg.model.name, "data": cfg.data.name, "device": device, "precision": run.precision,
-        "timings": _rounded(timings),
+        "onednn": onednn_enabled(), "timings": _rounded(timings),
     }
     if preemption.signum is not None:
         record.update(message=f"stopped by {_preemption(preemption)}", exit_code=preemption.exit_code)
@@ -64,7 +65,8 @@ def chief_record(run, start_step: int, metrics, stats, preemption) -> Dict:
         "global_step": int(final_step), "start_step": int(start_step), "loss": metrics.train.get("loss"),
         "steps_per_sec": (final_step - start_step) / stats.train_secs if stats.train_secs > 0 else None,
         "session": str(cfg.session.kind), "model": cfg.model.name, "data": cfg.data.name, "device": device,
-        "precision": run.precision, "checkpoint_dir": cfg.checkpoint.dir, "timings": _rounded(timings), "max_steps": cfg.train.max_steps,
+        "precision": run.precision, "onednn": onednn_enabled(), "checkpoint_dir": cfg.checkpoint.dir,
+        "timings": _rounded(timings), "max_steps": cfg.train.max_steps,
         "stop_reason": stop_reason(cfg.train.max_steps, final_step, stats, preemption),
     }
     if cluster is not None:

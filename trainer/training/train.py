@@ -25,9 +25,10 @@ from trainer.hooks.assembly import RunParts, UserHooks, make_training_hooks, mak
 from trainer.hooks.evaluation import EvalHook, SeparateEvaluation, SharedEvaluation, format_metrics, objective_metric
 from trainer.model.graph import TrainGraph, build_eval_graph, build_graph, single_process
 from trainer.model.model_fn import make_run_config
+from trainer.model.schedules import stretched
 from trainer.records import MetricsLog, read_json, write_json
 from trainer.session.device import check_replicas, resolve_device, resolve_precision, session_config, visible_gpus
-from trainer.session.environment import import_secs, set_determinism
+from trainer.session.environment import import_secs, onednn_enabled, set_determinism
 from trainer.session.factory import SessionOptions, open_session
 from trainer.training.loop import LoopStats, checkpoint_saver, run_loop
 from trainer.training.preemption import PreemptionHandler
@@ -91,6 +92,11 @@ def train(cfg, workdir: str, cluster=None) -> Dict:
                 # A cluster's chief goes on even when finished: its workers wait for it to restore.
                 if claimed.finished is not None and cluster is None:
                     return claimed.finished
+                if claimed.start_step:
+                    change = stretched(cfg.optimizer, claimed.start_step,
+                                       read_json(metrics_path(workdir)).get("max_steps"), cfg.train.max_steps)
+                    if change:
+                        log.warning(change)
                 result = run.train_recording_failure(claimed.start_step)
     finally:
         # Summary writers hold their graph: close them so that the next job of a sweep starts clean.
@@ -226,9 +232,10 @@ class _Run:
         if self.is_chief:
             log.info("checkpoint.dir %s: %s", ckpt_dir, f"resuming from step {start_step}" if start_step else "new run")
             log.info("hooks (chief): %s", ", ".join(type(h).__name__ for h in hooks.chief))
-        log.info("session=%s device=%s%s precision=%s%s model=%s data=%s", cfg.session.kind, self.device,
+        log.info("session=%s device=%s%s precision=%s%s%s model=%s data=%s", cfg.session.kind, self.device,
                  f" replicas={cfg.device.replicas}" if cfg.device.replicas > 1 else "", self.precision,
-                 " xla=on" if cfg.device.xla else "", cfg.model.name, cfg.data.name)
+                 " xla=on" if cfg.device.xla else "", " onednn=on" if onednn_enabled() else "", cfg.model.name,
+                 cfg.data.name)
         log.info("hooks (all): %s", ", ".join(type(h).__name__ for h in hooks.every))
         config, options = self.session_config(), self.session_options()
 
