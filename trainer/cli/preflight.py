@@ -8,6 +8,7 @@ work exists: a single run's config is composed once, checked, and then run as it
 (:func:`preflight`).
 """
 
+import contextlib
 import os
 import re
 from typing import List
@@ -155,38 +156,47 @@ def _check(cfg) -> None:
         pass  # a value naming ${hydra:...}: only the job itself can resolve it (and checks it then)
 
 
+def _task_overrides(argv: List[str]) -> List[str]:
+    """The overrides of the config itself, without Hydra's own (``hydra.*``, ``hydra/...``)."""
+    return [a for a in argv if not a.lstrip("+~").startswith(("hydra.", "hydra/"))]
+
+
+@contextlib.contextmanager
+def _exit_2_in_one_line():
+    """Any error inside: exit 2 with one line (``error: ...``)."""
+    try:
+        yield
+    except ConfigError as e:
+        fail(str(e), ConfigError.exit_code)
+    except Exception as e:
+        fail(one_line(e), ConfigError.exit_code)
+
+
 def checked_run_config(hydra_app, argv: List[str]) -> DictConfig:
     """A single run's whole config, ``hydra`` node included, composed as ``Hydra.run`` composes it
     and checked; exit 2 with one line if it is wrong. The job then runs on this very config."""
-    try:
-        _check_output_dir(argv, [a for a in argv if not a.lstrip("+~").startswith(("hydra.", "hydra/"))], False)
+    with _exit_2_in_one_line():
+        _check_output_dir(argv, _task_overrides(argv), False)
         # hydra.mode=RUN: the override @hydra.main adds when the config leaves the mode unset.
         cfg = hydra_app.compose_config("config", overrides=[*argv, "hydra.mode=RUN"], run_mode=RunMode.RUN)
         _check(cfg)
         return cfg
-    except ConfigError as e:
-        fail(str(e), ConfigError.exit_code)
-    except Exception as e:
-        fail(one_line(e), ConfigError.exit_code)
 
 
 def preflight(argv: List[str], config_module: str) -> None:
-    """Compose and validate the overrides of a single run, or of every value of a sweep (``-m``);
-    exit 2 with one line if they are wrong."""
+    """Before ``@hydra.main`` (a sweep, ``hydra.mode=``): compose and validate the overrides of
+    every value of a sweep (``-m``), or the one run; exit 2 with one line if they are wrong."""
     multirun = any(a in _MULTIRUN for a in argv)
     flags = [a for a in argv if a not in _MULTIRUN]
     if hydra_handles(argv):
         return  # Hydra's own handling (and, with HYDRA_FULL_ERROR=1, its tracebacks)
-    overrides = [a for a in flags if not a.lstrip("+~").startswith(("hydra.", "hydra/"))]
+    overrides = _task_overrides(flags)
     try:
-        _check_output_dir(flags, overrides, multirun)
-        variants = sweep_variants(overrides) if multirun else [overrides]
-        with initialize_config_module(config_module=config_module, version_base="1.3"):
-            for variant in variants:
-                _check(compose("config", overrides=variant))
-    except ConfigError as e:
-        fail(str(e), ConfigError.exit_code)
-    except Exception as e:
-        fail(one_line(e), ConfigError.exit_code)
+        with _exit_2_in_one_line():
+            _check_output_dir(flags, overrides, multirun)
+            variants = sweep_variants(overrides) if multirun else [overrides]
+            with initialize_config_module(config_module=config_module, version_base="1.3"):
+                for variant in variants:
+                    _check(compose("config", overrides=variant))
     finally:
         GlobalHydra.instance().clear()
