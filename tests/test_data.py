@@ -1,15 +1,19 @@
 """Loaders on small generated mnist.npz and IDX files; the input pipeline's resumable position."""
 
 import gzip
+import logging
 import os
 import struct
+import threading
 import urllib.error
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from omegaconf import OmegaConf
 
-from trainer.data import pipelines, sources as data
+from trainer import run
+from trainer.data import ahead, pipelines, sources as data
 from trainer.errors import DataError
 
 
@@ -82,6 +86,20 @@ def test_truncated_idx(tmp_path):
     path = tmp_path / "t10k-images-idx3-ubyte"
     path.write_bytes(path.read_bytes()[:-100])
     with pytest.raises(DataError, match="truncated or corrupt"):
+        data.load_idx_dir(str(tmp_path))
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped"])
+def test_damaged_gzip_idx(tmp_path, damage):
+    make_idx_dir(str(tmp_path))
+    path = tmp_path / "train-images-idx3-ubyte.gz"
+    raw = bytearray(path.read_bytes())
+    if damage == "truncated":
+        raw = raw[: len(raw) // 2]
+    else:
+        raw[len(raw) // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(DataError, match=r"^data.path: cannot read .*train-images-idx3-ubyte.gz: .*replace the file"):
         data.load_idx_dir(str(tmp_path))
 
 
@@ -268,3 +286,46 @@ def test_a_resumed_pipeline_starts_at_its_batch_across_epoch_boundaries(start):
     # Two replicas read disjoint halves; each sees its half once per epoch.
     halves = [np.concatenate(batches(0, 3, replicas=(2, i)))[:24] for i in (0, 1)]
     assert set(halves[0]) <= set(range(0, 60, 2)) and set(halves[1]) <= set(range(1, 60, 2))
+
+
+# --- read while TensorFlow imports -------------------------------------------------------------
+
+def test_data_read_ahead_is_taken_once_and_its_log_lines_wait_for_it(caplog):
+    logged = threading.Event()
+
+    def load(data_cfg):
+        logging.getLogger("trainer.data.sources").info("read %s in %s", data_cfg.name, threading.current_thread().name)
+        logged.set()
+        return data_cfg.train_examples
+
+    cfg = OmegaConf.create({"name": "synthetic", "train_examples": 7})
+    with caplog.at_level(logging.INFO), ahead.loading_ahead(cfg, load):
+        assert logged.wait(10)
+        assert "read synthetic" not in caplog.text  # held: fd 2 is silenced during TensorFlow's import
+        assert ahead.taken(OmegaConf.create({"name": "synthetic", "train_examples": 8})) is ahead.NOT_LOADED
+        assert ahead.taken(cfg) == 7
+        assert "read synthetic in data-ahead" in caplog.text
+        assert ahead.taken(cfg) is ahead.NOT_LOADED  # once
+
+
+def test_data_read_ahead_raises_its_error_where_taken():
+    def load(data_cfg):
+        raise DataError(f"data.path: {data_cfg.path} is not there")
+
+    cfg = OmegaConf.create({"name": "mnist", "path": "/nowhere"})
+    with ahead.loading_ahead(cfg, load), pytest.raises(DataError, match="^data.path: /nowhere is not there$"):
+        ahead.taken(cfg)
+
+
+def test_a_run_trains_on_the_data_read_while_tensorflow_imported(make_cfg, tmp_path, monkeypatch):
+    threads = []
+    make = data.make_synthetic
+
+    def recording(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return make(*args, **kwargs)
+
+    monkeypatch.setattr(data, "make_synthetic", recording)
+    result = run(make_cfg("train.max_steps=4", "eval.every_steps=0"), str(tmp_path))
+    assert threads == ["data-ahead"]
+    assert result["global_step"] == 4 and result["eval_examples"] == 128

@@ -59,15 +59,27 @@ def run(cfg, workdir: str) -> Dict:
     Raises:
       trainer.errors.TrainerError: a failure explained in one line, with its exit status.
     """
-    import logging
+    import contextlib
 
     from trainer.config.rules import prepare
+    from trainer.data.ahead import loading_ahead
+    from trainer.data.sources import load_arrays
     from trainer.dist.roles import resolve_role
-    from trainer.session.environment import import_tensorflow
 
     workdir = os.path.abspath(workdir)
     cfg = prepare(cfg, workdir)
     role = resolve_role(cfg.distributed)
+    # The data is read by a thread while TensorFlow imports, in the processes that load it.
+    reads_data = cfg.data.name != "input_fn" and (role.kind == "none" or (role.distributed and role.job != "ps"))
+    with loading_ahead(cfg.data, load_arrays) if reads_data else contextlib.nullcontext():
+        return _run(cfg, workdir, role)
+
+
+def _run(cfg, workdir: str, role) -> Dict:
+    import logging
+
+    from trainer.session.environment import import_tensorflow
+
     import_tensorflow(cfg.log.tf_verbose)
     if role.kind == "local":
         from trainer.dist.local import launch

@@ -1,11 +1,25 @@
 """The ``train`` command: Hydra's entry point, the checks before a job starts, run-dir names, ``resume=``."""
 
+import os
 import sys
 
 
+def _interrupted(kind, value, traceback) -> None:
+    """``sys.excepthook`` of the command: a Ctrl-C outside :func:`main` (the console script's own
+    lines around the call) is one line and status 130, like one inside it."""
+    if issubclass(kind, KeyboardInterrupt):
+        print("error: interrupted", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(130)
+    sys.__excepthook__(kind, value, traceback)
+
+
+sys.excepthook = _interrupted
+
+
 def main() -> None:
-    """The console script: Ctrl-C at any moment, even while the command is still importing Hydra
-    and TensorFlow, ends it with one line and status 130."""
+    """The console script: Ctrl-C at any moment once Python has started this package, even while the
+    command is still importing Hydra and TensorFlow, ends it with one line and status 130."""
     try:
         from trainer.cli.main import main as run
 

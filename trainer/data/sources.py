@@ -13,12 +13,14 @@ import shutil
 import struct
 import tempfile
 import urllib.request
+import zlib
 from dataclasses import dataclass, replace
 from typing import Optional
 
 import numpy as np
 from omegaconf import open_dict
 
+from trainer.data.ahead import NOT_LOADED, taken
 from trainer.data.files import FileSource, load_files
 from trainer.errors import ConfigError, DataError, first_line
 
@@ -65,11 +67,12 @@ def read_idx(path: str, key: str = "data.path") -> np.ndarray:
     Raises:
       DataError: the file is not IDX, or is shorter or longer than its header says.
     """
-    opener = gzip.open if path.endswith(".gz") else open
     try:
-        with opener(path, "rb") as f:
+        with open(path, "rb") as f:
             raw = f.read()
-    except (OSError, EOFError) as e:
+        if path.endswith(".gz"):  # in one call, which releases the GIL (the file is read while TensorFlow imports)
+            raw = gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as e:
         raise DataError(f"{key}: cannot read {path}: {e}; replace the file or point {key} elsewhere")
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES or raw[3] == 0:
         raise DataError(f"{key}: {path} is not an IDX file (bad magic number); use MNIST-format IDX files")
@@ -436,7 +439,9 @@ def num_classes_of(data) -> int:
 def load_data(cfg):
     """``load_arrays(cfg.data)``, and the built-in models' ``model.params.num_classes`` filled in from
     the data where it is null (the data's classes; 10 for input_fns, which cannot tell)."""
-    data = load_arrays(cfg.data)
+    data = taken(cfg.data)  # read while TensorFlow imported (``trainer.run``)
+    if data is NOT_LOADED:
+        data = load_arrays(cfg.data)
     params = cfg.model.params
     if "num_classes" in params and params.num_classes is None:
         if data is None:  # input_fns: the built-in models' former default (a label >= 10 fails the loss op)

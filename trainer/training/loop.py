@@ -99,8 +99,9 @@ def checkpoint_saver(graph, checkpoint_dir: str) -> Callable:
                 return
             state = tf.compat.v1.train.get_checkpoint_state(checkpoint_dir)
             kept = [os.path.basename(p) for p in state.all_model_checkpoint_paths] if state else []
-            path = graph.exit_saver.save(raw_session, os.path.join(checkpoint_dir, "model.ckpt"),
-                                         global_step=graph.global_step, write_state=False)
+            # Without write_state the run's Saver neither records nor rotates: no older checkpoint is deleted.
+            path = graph.saver.save(raw_session, os.path.join(checkpoint_dir, "model.ckpt"),
+                                    global_step=graph.global_step, write_state=False)
             name = os.path.basename(path)
             names = [n for n in kept if n != name] + [name]
             tf.compat.v1.train.update_checkpoint_state(checkpoint_dir, name, all_model_checkpoint_paths=names)
