@@ -69,6 +69,28 @@ def test_resume_across_backends_matches_uninterrupted_run(make_cfg, tmp_path, fi
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
 
+@pytest.mark.parametrize("session", ["plain", "monitored"])
+def test_resuming_leaves_the_restored_checkpoint_as_it_is_and_keeps_rotating(make_cfg, tmp_path, session):
+    ckpt = tmp_path / "checkpoints"
+    common = (f"session={session}", "checkpoint.every_steps=5", "checkpoint.keep=3")
+    run(make_cfg(*common, "train.max_steps=10"), str(tmp_path))
+
+    def files_of_step_10():
+        return {name: (st.st_ino, st.st_mtime_ns, st.st_size)
+                for name in os.listdir(ckpt) if name.startswith("model.ckpt-10.") for st in [os.stat(ckpt / name)]}
+
+    restored = files_of_step_10()
+    assert sorted(restored) == ["model.ckpt-10.data-00000-of-00001", "model.ckpt-10.index", "model.ckpt-10.meta"]
+    resumed = run(make_cfg(*common, "train.max_steps=20"), str(tmp_path))
+    assert resumed["start_step"] == 10 and resumed["global_step"] == 20
+    # The checkpoint the session restored is not written again over itself (same files: inode, time,
+    # size), and checkpoint.keep=3 rotates on from the first run's list: 0 and 5 are gone.
+    assert files_of_step_10() == restored
+    assert tf.train.get_checkpoint_state(str(ckpt)).all_model_checkpoint_paths == [
+        str(ckpt / f"model.ckpt-{step}") for step in (10, 15, 20)]
+    assert not (ckpt / "model.ckpt-5.index").exists() and not (ckpt / "model.ckpt-0.index").exists()
+
+
 def test_finished_run_is_a_no_op(make_cfg, tmp_path):
     first = run(make_cfg(), str(tmp_path))
     before = dir_state(tmp_path)

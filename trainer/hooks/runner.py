@@ -39,21 +39,32 @@ class InputInitHook(tf1.train.SessionRunHook):
 
 
 class CheckpointSaverHook(tf1.train.CheckpointSaverHook):
-    """TensorFlow's CheckpointSaverHook, with the graph files written by a thread while training
-    starts: ``graph.pbtxt`` and the events file's graph and meta graph are Python serialisation
-    (0.3-0.5 s on a 2-core CPU) that no step waits for. The checkpoint of the starting step is
-    still written before the first step, by the session that runs it."""
+    """TensorFlow's CheckpointSaverHook, with two changes at the start of a session:
+
+    - the graph files are written by a thread while training starts: ``graph.pbtxt`` and the events
+      file's graph and meta graph are Python serialisation (0.3-0.5 s on a 2-core CPU) that no step
+      waits for;
+    - the starting step's checkpoint is written (before the first step) only when the dir does not
+      already end with it: TensorFlow's hook wrote the checkpoint a resumed session had just restored
+      over itself, a full write (seconds for a large model) that a kill could leave torn.
+    """
 
     _graph_files = None
 
     def after_create_session(self, session, coord):
-        global_step = session.run(self._global_step_tensor)
+        global_step = int(session.run(self._global_step_tensor))
         saver = self._get_saver()
         self._graph_files = threading.Thread(target=self._write_graph_files, name="graph-files",
                                              args=(tf1.get_default_graph(), saver.saver_def if saver else None))
         self._graph_files.start()
-        self._save(session, global_step)
+        if not self._newest_is(global_step):
+            self._save(session, global_step)
         self._timer.update_last_triggered_step(global_step)
+
+    def _newest_is(self, step: int) -> bool:
+        """The dir's newest checkpoint (its state file's) is this run's own of ``step``."""
+        newest = tf.train.latest_checkpoint(self._checkpoint_dir)
+        return newest is not None and os.path.basename(newest) == f"{os.path.basename(self._save_path)}-{step}"
 
     def _write_graph_files(self, graph, saver_def) -> None:
         try:
