@@ -8,6 +8,7 @@ from helpers import read_jsonl, weights
 from trainer import run
 from trainer.config.rules import prepare
 from trainer.errors import ConfigError
+from trainer.session import device as device_module
 from trainer.session.device import cpu_bf16_flags, cpu_bf16_rewrite_runs, resolve_precision, session_config
 
 tf1 = tf.compat.v1
@@ -107,9 +108,10 @@ def test_precision_rewrites_and_refusals(make_cfg):
     assert auto == ("bf16" if cpu_bf16_flags() and BF16_RUNS else "fp32")
 
 
-@pytest.mark.skipif(BF16_RUNS, reason="this CPU runs the bfloat16 rewrite")
-def test_bf16_is_refused_where_the_rewrite_does_not_run(make_cfg, tmp_path):
-    """Without AVX-512 grappler skips the rewrite: a run labelled bf16 would be fp32, so it is refused."""
+def test_bf16_is_refused_where_the_rewrite_does_not_run(make_cfg, tmp_path, monkeypatch):
+    """Without AVX-512 grappler skips the rewrite: a run labelled bf16 would be fp32, so it is refused
+    (the probe's answer set to what such a CPU gives)."""
+    monkeypatch.setitem(device_module._probe, "bf16", False)
     with pytest.raises(ConfigError, match=r"device.precision=bf16: TensorFlow's oneDNN bfloat16 rewrite does not run"):
         run(make_cfg("device=cpu", "device.precision=bf16"), str(tmp_path))
     assert not (tmp_path / "checkpoints").exists() and not (tmp_path / "metrics.json").exists()
@@ -127,9 +129,9 @@ def test_bf16_trains_keeps_float32_checkpoints_and_resumes_across_precisions(mak
     assert fp32["precision"] == "fp32" and fp32["start_step"] == 10 and fp32["global_step"] == 20
 
 
-@needs_bf16
-def test_bf16_graph_is_rewritten_to_bfloat16(make_cfg, tmp_path):
-    """The session really runs bfloat16 kernels (grappler's rewrite, seen in the step's partition graphs)."""
+def test_the_bf16_probe_agrees_with_the_runners_own_step(make_cfg, tmp_path):
+    """The one-line probe that allows or refuses bf16 gives the answer the CNN's real training step
+    gives (bfloat16 kernels in its partition graphs or not), and a CPU with native bfloat16 runs it."""
     from trainer.model.graph import build_graph, single_process
 
     cfg = prepare(make_cfg("model=mnist", "device=cpu"), str(tmp_path))
@@ -141,7 +143,9 @@ def test_bf16_graph_is_rewritten_to_bfloat16(make_cfg, tmp_path):
         sess.run(graph.train_op, options=tf1.RunOptions(output_partition_graphs=True), run_metadata=metadata)
     dtypes = {node.attr["T"].type for g in metadata.partition_graphs for node in g.node
               if "Conv2D" in node.op or "MatMul" in node.op}
-    assert tf.bfloat16.as_datatype_enum in dtypes
+    assert (tf.bfloat16.as_datatype_enum in dtypes) == BF16_RUNS
+    if cpu_bf16_flags():
+        assert BF16_RUNS, f"this CPU has {cpu_bf16_flags()} but the probe says the bfloat16 rewrite does not run"
 
 
 def test_fp16_loss_scaling_keeps_checkpoints_float32_and_its_state_local(make_cfg, tmp_path):

@@ -58,19 +58,23 @@ _probe = {}
 
 def cpu_bf16_rewrite_runs() -> bool:
     """Whether grappler's oneDNN bfloat16 rewrite really converts ops on this CPU (it skips CPUs
-    without AVX-512): a one-MatMul graph run once with the rewrite on, its partition graph read."""
+    without AVX-512): a small dense graph fed from a placeholder, run once with the rewrite on, its
+    partition graph read. The graph must survive grappler's other passes to tell: a constant input
+    is folded away before the rewrite sees a MatMul, and a graph under four nodes is not optimized."""
     if "bf16" not in _probe:
+        import numpy as np
         from tensorflow.core.protobuf import rewriter_config_pb2
 
         with tf.Graph().as_default():
-            a = tf.compat.v1.placeholder_with_default(tf.ones([8, 8]), [8, 8])
-            product = tf.matmul(a, a)
+            a = tf.compat.v1.placeholder(tf.float32, [8, 8])
+            output = tf.nn.relu(tf.matmul(tf.nn.relu(tf.matmul(a, a)), a) + 1.0)
             config = tf.compat.v1.ConfigProto(device_count={"GPU": 0})
             config.graph_options.rewrite_options.auto_mixed_precision_onednn_bfloat16 = (
                 rewriter_config_pb2.RewriterConfig.ON)
             metadata = tf.compat.v1.RunMetadata()
             with tf.compat.v1.Session(config=config) as sess:
-                sess.run(product, options=tf.compat.v1.RunOptions(output_partition_graphs=True), run_metadata=metadata)
+                sess.run(output, {a: np.ones([8, 8], np.float32)},
+                         options=tf.compat.v1.RunOptions(output_partition_graphs=True), run_metadata=metadata)
         _probe["bf16"] = any(node.attr["T"].type == tf.bfloat16.as_datatype_enum
                              for g in metadata.partition_graphs for node in g.node if "MatMul" in node.op)
     return _probe["bf16"]
