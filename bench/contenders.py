@@ -2,7 +2,9 @@
 
 ``python -m bench.contenders NAME --steps N --warmup W --batch B --examples E`` prints one JSON
 line: steady-state ``steps_per_sec`` over the steps after the warm-up, and ``first_step_at``
-(epoch seconds when the first training step ended) for the start-up comparison.
+(epoch seconds when the first training step ended) for the start-up comparison. ``--precision bf16``
+runs the hand loop with the runner's bfloat16 rewrite and ``Model.fit`` under Keras's
+``mixed_bfloat16`` policy (the logits layer kept in float32, as Keras's guide has it).
 """
 
 import argparse
@@ -29,6 +31,7 @@ def hand_loop(args):
 
     tf = import_tensorflow()
     from trainer.model.graph import build_graph
+    from trainer.session.device import session_config
 
     register_configs()
     register_resolvers()
@@ -37,7 +40,10 @@ def hand_loop(args):
                                            "device=cpu"])
     arrays = _arrays(args.examples)
     graph = build_graph(cfg, arrays)
-    with graph.graph.as_default(), tf.compat.v1.Session() as sess:
+    config = tf.compat.v1.ConfigProto()  # TensorFlow's defaults; the bf16 rewrite as the runner turns it on
+    config.graph_options.rewrite_options.CopyFrom(
+        session_config(cfg.device, "cpu", precision=args.precision).graph_options.rewrite_options)
+    with graph.graph.as_default(), tf.compat.v1.Session(config=config) as sess:
         sess.run(tf.compat.v1.global_variables_initializer())
         sess.run(tf.compat.v1.local_variables_initializer())
         sess.run(graph.train_input.initializer, graph.train_input.feeds(0))
@@ -58,14 +64,14 @@ def _keras_cnn(keras):
         keras.Input((28, 28, 1)),
         layers.Conv2D(32, 5, padding="same", activation="relu"), layers.MaxPooling2D(2, 2),
         layers.Conv2D(64, 5, padding="same", activation="relu"), layers.MaxPooling2D(2, 2),
-        layers.Flatten(), layers.Dense(1024, activation="relu"), layers.Dropout(0.4), layers.Dense(10),
+        layers.Flatten(), layers.Dense(1024, activation="relu"), layers.Dropout(0.4), layers.Dense(10, dtype="float32"),
     ])
 
 
 def _keras_mlp(keras):
     layers = keras.layers
     return keras.Sequential([keras.Input((28, 28, 1)), layers.Flatten(), layers.Dense(128, activation="relu"),
-                             layers.Dense(64, activation="relu"), layers.Dense(10)])
+                             layers.Dense(64, activation="relu"), layers.Dense(10, dtype="float32")])
 
 
 def keras_fit(args, legacy: bool):
@@ -82,6 +88,8 @@ def keras_fit(args, legacy: bool):
     import numpy as np
     import tensorflow as tf
 
+    if args.precision == "bf16":
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
     arrays = _arrays(args.examples)
     x = (arrays.train_x[..., None] / 255.0).astype(np.float32)
     ds = tf.data.Dataset.from_tensor_slices((x, arrays.train_y)).shuffle(len(x), seed=0).repeat()
@@ -142,6 +150,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--examples", type=int, default=10000)
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
     args = parser.parse_args()
     print(json.dumps(CONTENDERS[args.name](args)))
     sys.stdout.flush()

@@ -6,6 +6,12 @@ interleaved in rounds (each run its own process), and the eval accuracy after th
 
 Variants: fp32 (the default), bf16 (device.precision=bf16), xla (device.xla=true), replicas2
 (device.replicas=2 on two logical CPUs, or two GPUs with --device gpu), fp16 (GPU only).
+Contenders on the same synthetic data and batch (``bench.contenders``), in the same rounds:
+hand_loop:fp32 and hand_loop:bf16 (a bare ``sess.run(train_op)`` loop over the runner's graph,
+without and with the bfloat16 rewrite), tf_keras_fit:fp32|bf16 and keras3_fit:fp32|bf16
+(``Model.fit``, bf16 under the ``mixed_bfloat16`` policy).
+
+    python -m bench.device --variants fp32 bf16 hand_loop:fp32 hand_loop:bf16 tf_keras_fit:bf16 keras3_fit:bf16
 """
 
 import argparse
@@ -18,7 +24,7 @@ import sys
 import tempfile
 import time
 
-from bench.run import steady_rate
+from bench.run import run_contender, steady_rate
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIANTS = {
@@ -28,9 +34,16 @@ VARIANTS = {
     "xla": ["device.xla=true"],
     "replicas2": ["device.replicas=2"],
 }
+CONTENDERS = [f"{name}:{precision}" for name in ("hand_loop", "tf_keras_fit", "keras3_fit") for precision in ("fp32", "bf16")]
 
 
 def run_variant(name, args, workdir, round_index):
+    if name in CONTENDERS:
+        contender, precision = name.split(":")
+        try:
+            return run_contender(contender, args, precision)
+        except RuntimeError as e:
+            return {"error": str(e).strip().splitlines()[-1]}
     run_dir = os.path.join(workdir, f"{name}-{round_index}")
     total = args.warmup + args.steps
     cmd = [shutil.which("train") or "train", f"model={args.model}", f"data={args.data}", f"train.batch_size={args.batch}",
@@ -52,7 +65,7 @@ def run_variant(name, args, workdir, round_index):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m bench.device", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--variants", nargs="+", default=["fp32", "xla", "replicas2", "bf16"], choices=sorted(VARIANTS))
+    parser.add_argument("--variants", nargs="+", default=["fp32", "xla", "replicas2", "bf16"], choices=sorted(VARIANTS) + CONTENDERS)
     parser.add_argument("--model", default="mnist")
     parser.add_argument("--data", default="synthetic")
     parser.add_argument("--device", default="cpu")
@@ -63,6 +76,8 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json")
     args = parser.parse_args(argv)
+    if args.data != "synthetic" and set(args.variants) & set(CONTENDERS):
+        parser.error("the contenders train on synthetic data only: leave them out or use --data synthetic")
     results = {v: [] for v in args.variants}
     workdir = tempfile.mkdtemp(prefix="bench-device-")
     try:
@@ -84,7 +99,7 @@ def main(argv=None):
         summary[name] = {"median_steps_per_sec": round(statistics.median(rates), 2),
                          "ratio_to_" + args.variants[0]: round(statistics.median(rates) / statistics.median(base), 3)
                          if base else None,
-                         "eval_accuracy": [r["eval_accuracy"] for r in rows]}
+                         "eval_accuracy": [r.get("eval_accuracy") for r in rows]}
     print(json.dumps(summary, indent=1))
     if args.json:
         with open(args.json, "w") as f:

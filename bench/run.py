@@ -33,9 +33,10 @@ def _popen_json(cmd, env=None):
     return started, proc
 
 
-def run_contender(name, args):
+def run_contender(name, args, precision="fp32"):
     cmd = [sys.executable, "-m", "bench.contenders", name, "--model", args.model, "--steps", str(args.steps),
-           "--warmup", str(args.warmup), "--batch", str(args.batch), "--examples", str(args.examples)]
+           "--warmup", str(args.warmup), "--batch", str(args.batch), "--examples", str(args.examples),
+           "--precision", precision]
     started, proc = _popen_json(cmd)
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     if "first_step_at" in result:
