@@ -182,8 +182,59 @@ def test_ctrl_c_at_any_moment_is_never_a_traceback(tmp_path):
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
         assert "Traceback" not in err, (delay, err)
-        # Interrupted while starting (130, "error: interrupted"), or stopped as a preemption once training.
-        assert proc.returncode != 0 and err.strip().splitlines()[-1].startswith("error: "), (delay, err)
+        # Interrupted while starting ("error: interrupted"), or stopped as a preemption once training: 130
+        # either way, never another error (OmegaConf turned a Ctrl-C inside its work into an AttributeError).
+        last = err.strip().splitlines()[-1]
+        assert proc.returncode == 130 and (last == "error: interrupted" or "SIGINT" in last), (delay, err)
+
+
+_CTRL_C_WHILE_COMPOSING = """
+import os, signal, sys
+from omegaconf import OmegaConf
+from trainer.cli import main
+
+def ctrl_c():  # a resolver: runs inside OmegaConf while the config is composed and checked
+    os.kill(os.getpid(), signal.SIGINT)
+    return 32
+
+OmegaConf.register_new_resolver("ctrl_c", ctrl_c)
+sys.argv = ["train"] + sys.argv[1:]
+main()
+"""
+
+
+def test_ctrl_c_while_the_config_is_composed_is_held_until_it_is_built(tmp_path):
+    """A Ctrl-C that lands inside Hydra's and OmegaConf's work is raised once the config is built, before
+    TensorFlow loads: the run dir has its .hydra record and nothing else, and the command says so in one line."""
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _CTRL_C_WHILE_COMPOSING, *SMALL, "train.batch_size=${ctrl_c:}",
+                           f"hydra.run.dir={tmp_path / 'run'}"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 130 and error_line(proc) == "error: interrupted", proc.stderr
+    assert (tmp_path / "run" / ".hydra" / "config.yaml").exists()
+    assert not (tmp_path / "run" / "checkpoints").exists() and not (tmp_path / "run" / "metrics.json").exists()
+
+
+def test_held_ctrl_c_is_raised_at_release_and_an_error_goes_first():
+    import signal
+
+    from trainer.interrupts import hold_ctrl_c, release_ctrl_c
+
+    handler = signal.getsignal(signal.SIGINT)
+    release_ctrl_c()  # nothing held: nothing happens
+    hold_ctrl_c()
+    os.kill(os.getpid(), signal.SIGINT)  # recorded, not raised
+    with pytest.raises(KeyboardInterrupt):
+        release_ctrl_c()
+    assert signal.getsignal(signal.SIGINT) is handler
+    hold_ctrl_c()
+    os.kill(os.getpid(), signal.SIGINT)
+    release_ctrl_c(raise_pending=False)  # an error already on its way is the one reported
+    assert signal.getsignal(signal.SIGINT) is handler
+    hold_ctrl_c()
+    release_ctrl_c()  # held, no Ctrl-C: nothing raised
+    assert signal.getsignal(signal.SIGINT) is handler
 
 
 def test_log_lines_print_above_the_progress_bar_on_a_terminal(tmp_path):

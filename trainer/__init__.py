@@ -14,7 +14,7 @@ tests all call it. The package reads top to bottom::
     model/        the model_fn, the graph per mode, the train op, the Scaffold, warm start
     data/         sources (no TensorFlow) and tf.data pipelines
     config/       schemas, cross-field rules, user code by dotted path or _target_
-    records.py, estimator.py, errors.py
+    records.py, estimator.py, errors.py, interrupts.py
 
 Importing this package sets the environment TensorFlow reads at import time, so
 that it holds for the CLI and for the Python API alike:
@@ -78,8 +78,10 @@ def run(cfg, workdir: str) -> Dict:
 def _run(cfg, workdir: str, role) -> Dict:
     import logging
 
+    from trainer.interrupts import release_ctrl_c
     from trainer.session.environment import import_tensorflow
 
+    release_ctrl_c()  # the config is built: a Ctrl-C held since the command started ends it now
     import_tensorflow(cfg.log.tf_verbose)
     if role.kind == "local":
         from trainer.dist.local import launch

@@ -1,9 +1,9 @@
 """The ``train`` command: Hydra's entry point, the checks before a job starts, run-dir names, ``resume=``."""
 
-import contextlib
 import os
-import signal
 import sys
+
+from trainer.interrupts import hold_ctrl_c
 
 
 def _interrupted(kind, value, traceback) -> None:
@@ -19,26 +19,14 @@ def _interrupted(kind, value, traceback) -> None:
 sys.excepthook = _interrupted
 
 
-@contextlib.contextmanager
-def _ctrl_c_after():
-    """A Ctrl-C inside the block is raised as KeyboardInterrupt at its end."""
-    pending = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if pending:
-        raise KeyboardInterrupt
-
-
 def main() -> None:
     """The console script: Ctrl-C at any moment once Python has started this package, even while the
     command is still importing Hydra and TensorFlow, ends it with one line and status 130."""
     try:
-        # The import registers the schemas, and OmegaConf turns a KeyboardInterrupt inside it into other errors.
-        with _ctrl_c_after():
-            from trainer.cli.main import main as run
+        # Held while the config is built (trainer.interrupts): the import registers the schemas, and
+        # OmegaConf turns a KeyboardInterrupt inside its work into other errors.
+        hold_ctrl_c()
+        from trainer.cli.main import main as run
         run()
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr, flush=True)

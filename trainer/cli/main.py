@@ -22,6 +22,7 @@ from trainer.cli.preflight import checked_run_config, is_single_run, preflight
 from trainer.cli.resume import resumed_config
 from trainer.config.schema import register_configs
 from trainer.errors import CheckpointError, CheckpointLockedError, ConfigError, exit_now, exit_on_error
+from trainer.interrupts import release_ctrl_c
 from trainer.sweep.job import report_failed_jobs, run_job
 
 register_configs()
@@ -70,17 +71,20 @@ def run_single(argv) -> float:
     each about 0.3 s before the first step."""
     from hydra._internal.callbacks import Callbacks
 
-    with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3", job_name="train"):
-        app = GlobalHydra.instance().hydra
-        cfg = checked_run_config(app, argv)
-        configure_log(cfg.hydra.hydra_logging, cfg.hydra.verbose)
-        callbacks = Callbacks(cfg)
-        callbacks.on_run_start(config=cfg, config_name="config")
-        ret = hydra_run_job(hydra_context=HydraContext(config_loader=app.config_loader, callbacks=callbacks),
-                            task_function=job_function, config=cfg, job_dir_key="hydra.run.dir",
-                            job_subdir_key=None, configure_logging=True)
-        callbacks.on_run_end(config=cfg, config_name="config", job_return=ret)
-        return ret.return_value  # raises the job's exception, as Hydra.run does
+    try:
+        with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3", job_name="train"):
+            app = GlobalHydra.instance().hydra
+            cfg = checked_run_config(app, argv)
+            configure_log(cfg.hydra.hydra_logging, cfg.hydra.verbose)
+            callbacks = Callbacks(cfg)
+            callbacks.on_run_start(config=cfg, config_name="config")
+            ret = hydra_run_job(hydra_context=HydraContext(config_loader=app.config_loader, callbacks=callbacks),
+                                task_function=job_function, config=cfg, job_dir_key="hydra.run.dir",
+                                job_subdir_key=None, configure_logging=True)
+            callbacks.on_run_end(config=cfg, config_name="config", job_return=ret)
+            return ret.return_value  # raises the job's exception, as Hydra.run does
+    finally:
+        release_ctrl_c(raise_pending=False)  # an error before the run began: that error is the one reported
 
 
 def main() -> None:
@@ -89,6 +93,7 @@ def main() -> None:
         run_single(argv)
         return
     preflight(argv, CONFIG_MODULE)
+    release_ctrl_c()  # a sweep's jobs (or Hydra's own flags) run from here: Ctrl-C as usual
     started = time.time()
     task()
     if "-m" in argv or "--multirun" in argv:

@@ -1,0 +1,34 @@
+"""Ctrl-C while the ``train`` command starts: held while Hydra and OmegaConf build the config, raised after.
+
+OmegaConf turns a KeyboardInterrupt that lands inside one of its node updates into an unrelated
+error (``'NoneType' object has no attribute '_invalidate_flags_cache'``), which the command would
+report as a failure with status 1 or 2. From the start of the command until the run imports
+TensorFlow (or a sweep starts), a Ctrl-C is recorded instead, and :func:`release_ctrl_c` raises it
+as the KeyboardInterrupt the command reports in one line with status 130, at most the start-up's
+fraction of a second later. Without :func:`hold_ctrl_c` (the Python API, tests) both are no-ops.
+"""
+
+import signal
+import threading
+
+_held = []  # (signals received while held, the SIGINT handler to restore), while held
+
+
+def hold_ctrl_c() -> None:
+    """From now until :func:`release_ctrl_c`, a SIGINT is recorded, not raised (main thread only)."""
+    if _held or threading.current_thread() is not threading.main_thread():
+        return
+    pending = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
+    _held.append((pending, previous))
+
+
+def release_ctrl_c(raise_pending: bool = True) -> None:
+    """Restore SIGINT's handler; raise KeyboardInterrupt if a Ctrl-C came while held (unless
+    ``raise_pending`` is false: an error already on its way is the one reported)."""
+    if not _held or threading.current_thread() is not threading.main_thread():
+        return
+    pending, previous = _held.pop()
+    signal.signal(signal.SIGINT, previous)
+    if pending and raise_pending:
+        raise KeyboardInterrupt
