@@ -329,3 +329,25 @@ def test_a_run_trains_on_the_data_read_while_tensorflow_imported(make_cfg, tmp_p
     result = run(make_cfg("train.max_steps=4", "eval.every_steps=0"), str(tmp_path))
     assert threads == ["data-ahead"]
     assert result["global_step"] == 4 and result["eval_examples"] == 128
+
+
+def test_the_sources_read_ahead_import_no_tensorflow(make_cfg, tmp_path):
+    """The thread that reads the data runs while the main thread imports TensorFlow: a source it reads
+    must not import TensorFlow itself (two threads importing it is a module-lock deadlock, as
+    TFRecord's protobuf check was: those sources are not read ahead)."""
+    import json
+    import subprocess
+    import sys
+
+    make_idx_dir(tmp_path / "idx")
+    make_npz(tmp_path / "arrays.npz")
+    paths = {"mnist": tmp_path / "idx", "fashion_mnist": tmp_path / "idx", "numpy": tmp_path / "arrays.npz"}
+    probe = ("import json, sys; from omegaconf import OmegaConf; from trainer.data.sources import load_arrays; "
+             "arrays = load_arrays(OmegaConf.create(json.loads(sys.argv[1]))); assert len(arrays.train_x); "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'tensorflow'))")
+    for name in data.READ_AHEAD:
+        cfg = make_cfg(f"data={name}", *([f"data.path={paths[name]}"] if name in paths else []))
+        spec = json.dumps(OmegaConf.to_container(cfg.data, resolve=True))
+        proc = subprocess.run([sys.executable, "-c", probe, spec], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, (name, proc.stderr[-2000:])
+        assert proc.stdout.strip() == "[]", (name, proc.stdout)

@@ -63,14 +63,14 @@ def run(cfg, workdir: str) -> Dict:
 
     from trainer.config.rules import prepare
     from trainer.data.ahead import loading_ahead
-    from trainer.data.sources import load_arrays
+    from trainer.data.sources import READ_AHEAD, load_arrays
     from trainer.dist.roles import resolve_role
 
     workdir = os.path.abspath(workdir)
     cfg = prepare(cfg, workdir)
     role = resolve_role(cfg.distributed)
-    # The data is read by a thread while TensorFlow imports, in the processes that load it.
-    reads_data = cfg.data.name != "input_fn" and (role.kind == "none" or (role.distributed and role.job != "ps"))
+    # Arrays are read by a thread while TensorFlow imports, in the processes that load them.
+    reads_data = cfg.data.name in READ_AHEAD and (role.kind == "none" or (role.distributed and role.job != "ps"))
     with loading_ahead(cfg.data, load_arrays) if reads_data else contextlib.nullcontext():
         return _run(cfg, workdir, role)
 

@@ -30,6 +30,10 @@ IMAGE_SHAPE = (28, 28)
 NUM_CLASSES = 10
 
 KERAS_BASE_URL = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/"
+# The sources read by numpy and gzip alone, which a thread may read while TensorFlow imports
+# (trainer.data.ahead). TFRecord and CSV sources check records with TensorFlow's protobufs: a
+# second thread importing TensorFlow during the main thread's import is a module-lock deadlock.
+READ_AHEAD = ("synthetic", "mnist", "fashion_mnist", "numpy")
 MNIST_NPZ_SHA256 = "731c5ac602752760c8e48fbffcf8c3b850d9dc2a2aedcf2cc48468fc17b673d1"
 # Fashion-MNIST's published MD5 sums of the original gzipped files.
 FASHION_FILES_MD5 = {
