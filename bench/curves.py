@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 
+from bench import train_command
+
 _ENV = re.compile(r"^[A-Z][A-Z0-9_]*=")
 
 
@@ -45,7 +47,7 @@ def run_one(name: str, args: str, workdir: str) -> dict:
     env = dict(os.environ, **dict(w.split("=", 1) for w in words if _ENV.match(w)))
     overrides = [w for w in words if not _ENV.match(w)]
     run_dir = os.path.join(workdir, name)
-    cmd = [shutil.which("train") or "train", *overrides, f"hydra.run.dir={run_dir}"]
+    cmd = [train_command(), *overrides, f"hydra.run.dir={run_dir}"]
     started = time.time()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:

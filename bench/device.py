@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 
+from bench import train_command
+
 from bench.run import run_contender, steady_rate
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -46,7 +48,7 @@ def run_variant(name, args, workdir, round_index):
             return {"error": str(e).strip().splitlines()[-1]}
     run_dir = os.path.join(workdir, f"{name}-{round_index}")
     total = args.warmup + args.steps
-    cmd = [shutil.which("train") or "train", f"model={args.model}", f"data={args.data}", f"train.batch_size={args.batch}",
+    cmd = [train_command(), f"model={args.model}", f"data={args.data}", f"train.batch_size={args.batch}",
            f"train.max_steps={total}", "session=monitored", f"device={args.device}", "eval.every_steps=0",
            f"log.every_steps={args.warmup}", "log.progress=lines", "train.seed=0", f"hydra.run.dir={run_dir}",
            *VARIANTS[name]]

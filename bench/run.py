@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 
+from bench import train_command
+
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -56,7 +58,7 @@ def steady_rate(run_dir, warmup):
 def run_train(session, args, workdir, round_index):
     run_dir = os.path.join(workdir, f"{session}-{round_index}")
     total = args.warmup + args.steps
-    cmd = [shutil.which("train") or "train", f"model={args.model}", "data=synthetic",
+    cmd = [train_command(), f"model={args.model}", "data=synthetic",
            f"data.train_examples={args.examples}", "data.test_examples=1000", f"train.batch_size={args.batch}",
            f"train.max_steps={total}", f"session={session}", "device=cpu", "eval.every_steps=0",
            f"log.every_steps={args.warmup}", "log.progress=lines", f"hydra.run.dir={run_dir}"]
@@ -78,7 +80,7 @@ def run_train(session, args, workdir, round_index):
 def time_to_accuracy(target, workdir, max_steps):
     """Wall time and step at which the CNN first evaluates at ``target`` on Fashion-MNIST."""
     run_dir = os.path.join(workdir, "accuracy")
-    cmd = [shutil.which("train") or "train", "model=mnist", "data=fashion_mnist", "session=monitored", "device=cpu",
+    cmd = [train_command(), "model=mnist", "data=fashion_mnist", "session=monitored", "device=cpu",
            f"train.max_steps={max_steps}", "eval.every_steps=250", "log.progress=lines", f"hydra.run.dir={run_dir}"]
     started, _ = _popen_json(cmd)
     with open(os.path.join(run_dir, "metrics.jsonl")) as f:

@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -206,8 +207,6 @@ main()
 def test_ctrl_c_while_the_config_is_composed_is_held_until_it_is_built(tmp_path):
     """A Ctrl-C that lands inside Hydra's and OmegaConf's work is raised once the config is built, before
     TensorFlow loads: the run dir has its .hydra record and nothing else, and the command says so in one line."""
-    import sys
-
     proc = subprocess.run([sys.executable, "-c", _CTRL_C_WHILE_COMPOSING, *SMALL, "train.batch_size=${ctrl_c:}",
                            f"hydra.run.dir={tmp_path / 'run'}"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=300)
@@ -235,6 +234,42 @@ def test_held_ctrl_c_is_raised_at_release_and_an_error_goes_first():
     hold_ctrl_c()
     release_ctrl_c()  # held, no Ctrl-C: nothing raised
     assert signal.getsignal(signal.SIGINT) is handler
+
+
+_PRELOAD = """
+import sys
+from trainer.session.environment import import_tensorflow, preload_libraries, quiet_stderr, _preloaded
+
+preload_libraries()
+print("an error while they load", file=sys.stderr)  # the command's own lines still show
+_preloaded()
+maps = open("/proc/self/maps").read()
+print("loaded before the import:", "libtensorflow_cc.so.2" in maps and "tensorflow" not in sys.modules)
+tf = import_tensorflow()
+with quiet_stderr():  # CUDA's probing when the first session starts, as the runner does
+    tf.config.list_logical_devices()
+with tf.Graph().as_default(), tf.compat.v1.Session() as sess:
+    print("a session runs:", sess.run(tf.constant(2.0) * 3.0))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the libraries are loaded ahead on Linux only")
+def test_tensorflows_libraries_load_ahead_quietly_and_the_import_uses_them():
+    """preload_libraries: TensorFlow's C++ libraries are in the process before its import, their start-up
+    lines (which absl prints whatever TF_CPP_MIN_LOG_LEVEL says) stay off the terminal, Python's stderr
+    reaches it meanwhile, and TensorFlow imports and runs on the loaded libraries."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    proc = subprocess.run([sys.executable, "-c", _PRELOAD], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["loaded before the import: True", "a session runs: 6.0"]
+    assert proc.stderr == "an error while they load\n"
+
+
+def test_a_run_prints_nothing_on_stderr(tmp_path):
+    """TensorFlow's C++ start-up lines, from the libraries loaded ahead or from the import, stay off the terminal."""
+    proc = train(tmp_path, *SMALL, "train.max_steps=2")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
 
 
 def test_log_lines_print_above_the_progress_bar_on_a_terminal(tmp_path):

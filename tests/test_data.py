@@ -6,6 +6,7 @@ import os
 import struct
 import threading
 import urllib.error
+import urllib.request
 
 import numpy as np
 import pytest
@@ -125,7 +126,7 @@ def test_mnist_offline_fails_fast_with_advice(tmp_path, monkeypatch):
     def offline(*args, **kwargs):
         raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
 
-    monkeypatch.setattr(data.urllib.request, "urlopen", offline)
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
     with pytest.raises(DataError, match="data.path=/path/to/mnist.npz") as e:
         data.load_mnist(None, allow_download=True, download_dir=str(tmp_path))
     assert "cannot download" in str(e.value)
@@ -142,7 +143,7 @@ def test_download_checksum_mismatch_leaves_nothing(tmp_path, monkeypatch):
         def __exit__(self, *exc):
             return False
 
-    monkeypatch.setattr(data.urllib.request, "urlopen", lambda *a, **k: Response(b"not mnist"))
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: Response(b"not mnist"))
     with pytest.raises(DataError, match="expected"):
         data.download("https://example.invalid/mnist.npz", str(tmp_path / "mnist.npz"), data.MNIST_NPZ_SHA256)
     assert os.listdir(tmp_path) == []
@@ -161,7 +162,7 @@ def test_download_verifies_and_stores(tmp_path, monkeypatch):
         def __exit__(self, *exc):
             return False
 
-    monkeypatch.setattr(data.urllib.request, "urlopen", lambda *a, **k: Response(payload))
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: Response(payload))
     dest = data.download("https://example.invalid/f", str(tmp_path / "f"), hashlib.sha256(payload).hexdigest())
     assert open(dest, "rb").read() == payload
 

@@ -4,6 +4,7 @@ import os
 import sys
 
 from trainer.interrupts import hold_ctrl_c
+from trainer.session.environment import preload_libraries
 
 
 def _interrupted(kind, value, traceback) -> None:
@@ -19,6 +20,13 @@ def _interrupted(kind, value, traceback) -> None:
 sys.excepthook = _interrupted
 
 
+def _imports_tensorflow(argv) -> bool:
+    """A single run, which imports TensorFlow once its config is checked: no flag (Hydra's ``--help``,
+    ``--cfg``, ``-m``, ...), no ``hydra.mode=`` sweep, and no ``log.tf_verbose`` (whose C++ lines of
+    the libraries' start-up the import shows)."""
+    return not any(a.startswith("-") or a.startswith("hydra.mode=") or "tf_verbose" in a for a in argv)
+
+
 def main() -> None:
     """The console script: Ctrl-C at any moment once Python has started this package, even while the
     command is still importing Hydra and TensorFlow, ends it with one line and status 130."""
@@ -27,6 +35,16 @@ def main() -> None:
         # OmegaConf turns a KeyboardInterrupt inside its work into other errors.
         hold_ctrl_c()
         from trainer.cli.main import main as run
+
+        if _imports_tensorflow(sys.argv[1:]):
+            # While the libraries load, importing an extension module waits for the loader's lock:
+            # the run's data modules (NumPy and its random generators, csv) are imported first; the
+            # config's composition imports none.
+            import numpy.random  # noqa: F401
+
+            import trainer.data.sources  # noqa: F401
+
+            preload_libraries()  # on the second core while Hydra composes the config
         run()
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr, flush=True)

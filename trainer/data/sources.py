@@ -12,7 +12,6 @@ import os
 import shutil
 import struct
 import tempfile
-import urllib.request
 import zlib
 from dataclasses import dataclass, replace
 from typing import Optional
@@ -317,6 +316,8 @@ def download(url: str, dest: str, checksum: str, algorithm: str = "sha256", time
     Raises:
       DataError: no network, or the file's checksum is wrong (nothing is left at ``dest``).
     """
+    import urllib.request  # here: it loads ssl, which no run without a download needs
+
     os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(dest) or ".", suffix=".part")
     try:
