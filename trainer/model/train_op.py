@@ -160,14 +160,5 @@ def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, 
         restore = [v.assign(value, read_value=False) for v, value in before]
         return tf.group(tf1.assign_add(global_step, 1), *restore)
 
-    # TF1's cond (Switch and Merge, as Estimator's graphs had): TensorFlow 2's If op builds both
-    # branches as functions that each new session instantiates and lowers, 0.05-0.07 s of the start
-    # before the first step on a 2-core CPU, for the same ops at run time.
-    v2 = tf1.control_flow_v2_enabled()
-    tf1.disable_control_flow_v2()
-    try:
-        train_op = tf1.cond(step_ok, apply, skip, name="train_op")
-    finally:
-        if v2:
-            tf1.enable_control_flow_v2()
+    train_op = tf1.cond(step_ok, apply, skip, name="train_op")
     return train_op, None, step_ok
