@@ -58,7 +58,9 @@ def preload_libraries() -> None:
     Python's ``sys.stderr`` writes to a duplicate of descriptor 2 meanwhile, so an error of the
     command still shows. Only on Linux with glibc, when TensorFlow is installed and not imported,
     and not when the user asked for TensorFlow's C++ log (``TF_CPP_MIN_LOG_LEVEL`` below 2): then
-    nothing happens and the import loads the libraries itself.
+    nothing happens and the import loads the libraries itself. (The ``train`` command does not call
+    this when ``log.tf_verbose`` is on its command line; set in a config file, the libraries' own
+    start-up lines are then not shown, the rest of TensorFlow's log is.)
     """
     if _preloading or "tensorflow" in sys.modules or not sys.platform.startswith("linux"):
         return
