@@ -40,8 +40,8 @@ def test_a_model_with_its_own_summaries_still_gets_the_fixed_tags(make_cfg, tmp_
 
 @pytest.mark.parametrize("session", BACKENDS)
 def test_the_graph_files_and_the_first_checkpoint_are_written(make_cfg, tmp_path, session):
-    """graph.pbtxt and the events file's graph and meta graph (written by a thread once the first step
-    has run) hold the whole graph; the starting step's checkpoint is there too."""
+    """graph.pbtxt and the events file's graph and meta graph (written by a thread while training
+    starts) hold the whole graph; the starting step's checkpoint is there too."""
     from google.protobuf import text_format
     from tensorflow.core.framework.graph_pb2 import GraphDef
 

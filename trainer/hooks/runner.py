@@ -41,10 +41,9 @@ class InputInitHook(tf1.train.SessionRunHook):
 class CheckpointSaverHook(tf1.train.CheckpointSaverHook):
     """TensorFlow's CheckpointSaverHook, with two changes at the start of a session:
 
-    - the graph files are written by a thread once the first step has run: ``graph.pbtxt`` and the
-      events file's graph and meta graph are Python serialisation (0.3-0.5 s on a 2-core CPU) that
-      no step waits for, and that would hold the GIL from the session's start and the first step
-      (the later steps run in TensorFlow, without it);
+    - the graph files are written by a thread while training starts: ``graph.pbtxt`` and the events
+      file's graph and meta graph are Python serialisation (0.3-0.5 s on a 2-core CPU) that no step
+      waits for;
     - the starting step's checkpoint is written (before the first step) only when the dir does not
       already end with it: TensorFlow's hook wrote the checkpoint a resumed session had just restored
       over itself, a full write (seconds for a large model) that a kill could leave torn.
@@ -57,17 +56,10 @@ class CheckpointSaverHook(tf1.train.CheckpointSaverHook):
         saver = self._get_saver()
         self._graph_files = threading.Thread(target=self._write_graph_files, name="graph-files",
                                              args=(tf1.get_default_graph(), saver.saver_def if saver else None))
+        self._graph_files.start()
         if not self._newest_is(global_step):
             self._save(session, global_step)
         self._timer.update_last_triggered_step(global_step)
-
-    def after_run(self, run_context, run_values):
-        self._start_graph_files()
-        super().after_run(run_context, run_values)
-
-    def _start_graph_files(self) -> None:
-        if self._graph_files is not None and self._graph_files.ident is None:
-            self._graph_files.start()
 
     def _newest_is(self, step: int) -> bool:
         """The dir's newest checkpoint (its state file's) is this run's own of ``step``."""
@@ -87,8 +79,6 @@ class CheckpointSaverHook(tf1.train.CheckpointSaverHook):
             log.warning("could not write the graph files to %s: %s", self._checkpoint_dir, e)
 
     def wait_for_graph_files(self) -> None:
-        """Write the graph files if no step ran (a run already at its last step), and wait for them."""
-        self._start_graph_files()
         if self._graph_files is not None:
             self._graph_files.join()
 
