@@ -25,7 +25,6 @@ import tempfile
 import time
 
 from bench import train_command
-
 from bench.run import run_contender, steady_rate
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
