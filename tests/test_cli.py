@@ -265,6 +265,54 @@ def test_tensorflows_libraries_load_ahead_quietly_and_the_import_uses_them():
     assert proc.stderr == "an error while they load\n"
 
 
+_NO_EXTENSIONS_WHILE_LOADING = """
+import sys
+
+import trainer.cli as cli
+import trainer.session.environment as environment
+
+
+def extension_modules():
+    return {name for name, module in list(sys.modules.items()) if (getattr(module, "__file__", None) or "").endswith(".so")}
+
+
+seen = {}
+preload, import_tensorflow = cli.preload_libraries, environment.import_tensorflow
+
+
+def preloading():
+    seen["started"] = extension_modules()
+    preload()
+
+
+def importing(*args, **kwargs):
+    seen.setdefault("import", extension_modules())
+    return import_tensorflow(*args, **kwargs)
+
+
+cli.preload_libraries, environment.import_tensorflow = preloading, importing
+sys.argv = ["train", *sys.argv[1:]]
+cli.main()
+print("preloaded:", "started" in seen)
+print("extension modules loaded meanwhile:", sorted(seen["import"] - seen["started"]))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the libraries are loaded ahead on Linux only")
+@pytest.mark.parametrize("data", ["synthetic", "fashion_mnist"])
+def test_no_extension_module_waits_for_the_libraries_loading(tmp_path, data):
+    """From the moment TensorFlow's libraries start loading (which holds the dynamic loader's lock
+    for 0.4 s) until TensorFlow's import, the command loads no extension module: importing Hydra,
+    composing the config, making the run dir and reading the data ahead would otherwise wait."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "HYDRA_FULL_ERROR")}
+    args = [*SMALL, f"data={data}", "train.max_steps=1", f"hydra.run.dir={tmp_path / 'run'}"]
+    proc = subprocess.run([sys.executable, "-c", _NO_EXTENSIONS_WHILE_LOADING, *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(("preloaded:", "extension modules"))]
+    assert lines == ["preloaded: True", "extension modules loaded meanwhile: []"], proc.stdout
+
+
 def test_a_run_prints_nothing_on_stderr(tmp_path):
     """TensorFlow's C++ start-up lines, from the libraries loaded ahead or from the import, stay off the terminal."""
     proc = train(tmp_path, *SMALL, "train.max_steps=2")
