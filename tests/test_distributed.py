@@ -405,3 +405,41 @@ def test_probe():
         s.bind(("127.0.0.1", port))
         s.listen()
         assert probe(f"127.0.0.1:{port}") is None
+
+
+@pytest.mark.parametrize("cluster", [True, False])
+def test_the_record_ends_at_the_final_checkpoint_when_a_late_update_reached_the_evaluation(tmp_path, cluster):
+    """Asynchronous workers: another worker's last update can land between the chief's final checkpoint
+    and its final evaluation. ``global_step`` in metrics.json is then the checkpoint's (a restart continues
+    from it) and ``eval_step`` the evaluation's; a single process has no other writer and no ``eval_step``."""
+    import types
+
+    import tensorflow as tf
+    from omegaconf import OmegaConf
+
+    from trainer.records import MetricsLog
+    from trainer.training.loop import LoopStats
+    from trainer.training.preemption import PreemptionHandler
+    from trainer.training.result import chief_record
+
+    tf1 = tf.compat.v1
+    ckpt = tmp_path / "checkpoints"
+    with tf.Graph().as_default():
+        step = tf1.train.get_or_create_global_step()
+        tf1.get_variable("w", [2])
+        saver = tf1.train.Saver()
+        with tf1.Session() as sess:
+            sess.run(tf1.global_variables_initializer())
+            sess.run(step.assign(300))
+            saver.save(sess, str(ckpt / "model.ckpt"), global_step=300)
+    metrics = MetricsLog(None)
+    metrics.record("train", 300, {"loss": 0.5})
+    metrics.record("eval", 301 if cluster else 300, {"accuracy": 0.9, "loss": 0.4})
+    cfg = OmegaConf.create({"session": {"kind": "monitored"}, "model": {"name": "mlp"}, "data": {"name": "synthetic"},
+                            "checkpoint": {"dir": str(ckpt)}, "train": {"max_steps": 300}})
+    role = types.SimpleNamespace(name="worker-0", cluster={"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"] * 2})
+    run = types.SimpleNamespace(cfg=cfg, device="cpu", timings={}, precision="fp32", objective="accuracy",
+                                cluster=types.SimpleNamespace(role=role) if cluster else None)
+    record = chief_record(run, 0, metrics, LoopStats(steps=150, train_secs=10.0), PreemptionHandler())
+    assert (record["global_step"], record["stop_reason"], record["eval_accuracy"]) == (300, "max_steps", 0.9)
+    assert record.get("eval_step") == (301 if cluster else None)

@@ -184,3 +184,84 @@ def test_custom_local_init_op_runs_under_both_backends(make_cfg, tmp_path, sessi
     cfg = make_cfg(f"session={session}", "scaffold.local_init_op=[accuracy/total/Assign]")
     with pytest.raises(RuntimeError, match="(?s)Init operations did not make model ready.*accuracy_1/total"):
         run(cfg, str(tmp_path))
+
+
+def _saver_hook_graph():
+    tf1 = tf.compat.v1
+    step = tf1.train.get_or_create_global_step()
+    tf1.get_variable("w", [3])
+    return tf1.train.Saver(), step
+
+
+def test_the_input_is_initialised_while_the_first_checkpoint_is_written(tmp_path):
+    """The chief's CheckpointSaverHook runs the input's initialisation (handed to it by InputInitHook)
+    on a thread while it writes the first checkpoint; both are done when its after_create_session returns."""
+    import threading
+
+    from trainer.hooks.runner import CheckpointSaverHook
+
+    tf1 = tf.compat.v1
+    initialising, saving, done = threading.Event(), threading.Event(), []
+
+    class Listener(tf1.train.CheckpointSaverListener):
+        def before_save(self, session, global_step_value):
+            saving.set()
+            assert initialising.wait(20), "the input's initialisation did not start before the save"
+
+    def initialise(session):
+        initialising.set()
+        assert saving.wait(20), "the save did not start while the input was being initialised"
+        done.append(int(session.run(step)))
+
+    with tf.Graph().as_default():
+        saver, step = _saver_hook_graph()
+        hook = CheckpointSaverHook(str(tmp_path), save_steps=10, saver=saver, listeners=[Listener()],
+                                   alongside=initialise)
+        hook.begin()
+        with tf1.Session() as sess:
+            sess.run(tf1.global_variables_initializer())
+            hook.after_create_session(sess, None)
+            assert done == [0]
+            assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-0")
+        hook.wait_for_graph_files()
+
+
+def test_an_error_initialising_the_input_alongside_the_first_save_is_raised_after_it(tmp_path):
+    from trainer.hooks.runner import CheckpointSaverHook
+
+    tf1 = tf.compat.v1
+
+    def initialise(session):
+        raise tf.errors.InvalidArgumentError(None, None, "the input's feed is wrong")
+
+    with tf.Graph().as_default():
+        saver, _ = _saver_hook_graph()
+        hook = CheckpointSaverHook(str(tmp_path), save_steps=10, saver=saver, alongside=initialise)
+        hook.begin()
+        with tf1.Session() as sess:
+            sess.run(tf1.global_variables_initializer())
+            with pytest.raises(tf.errors.InvalidArgumentError, match="the input's feed is wrong"):
+                hook.after_create_session(sess, None)
+        hook.wait_for_graph_files()
+    # The save it ran meanwhile finished: the checkpoint is whole and readable.
+    reader = tf.train.load_checkpoint(str(tmp_path / "model.ckpt-0"))
+    assert reader.get_tensor("w").shape == (3,)
+
+
+def test_a_resumed_session_initialises_the_input_without_writing_the_restored_checkpoint_again(tmp_path):
+    from trainer.hooks.runner import CheckpointSaverHook
+
+    tf1 = tf.compat.v1
+    initialised = []
+    with tf.Graph().as_default():
+        saver, _ = _saver_hook_graph()
+        with tf1.Session() as sess:
+            sess.run(tf1.global_variables_initializer())
+            saver.save(sess, str(tmp_path / "model.ckpt"), global_step=0)
+            written = os.stat(tmp_path / "model.ckpt-0.index").st_mtime_ns
+            hook = CheckpointSaverHook(str(tmp_path), save_steps=10, saver=saver, alongside=initialised.append)
+            hook.begin()
+            hook.after_create_session(sess, None)
+        hook.wait_for_graph_files()
+    assert len(initialised) == 1
+    assert os.stat(tmp_path / "model.ckpt-0.index").st_mtime_ns == written

@@ -89,12 +89,12 @@ class TrainingHooks:
     eval_hook: EvalHook
 
 
-def _checkpoint_saver(cfg, graph, listeners):
+def _checkpoint_saver(cfg, graph, listeners, alongside=None):
     every_steps, every_secs = cfg.checkpoint.every_steps, cfg.checkpoint.every_secs
     if not every_steps and not every_secs:
         every_steps = cfg.train.max_steps or NEVER_STEPS  # only the first and the final save
     return CheckpointSaverHook(cfg.checkpoint.dir, save_secs=every_secs or None, save_steps=every_steps or None,
-                               saver=graph.saver, listeners=listeners)
+                               saver=graph.saver, listeners=listeners, alongside=alongside)
 
 
 def make_training_hooks(cfg, graph, user: UserHooks, parts: RunParts, cluster=None) -> TrainingHooks:
@@ -102,8 +102,8 @@ def make_training_hooks(cfg, graph, user: UserHooks, parts: RunParts, cluster=No
     own hooks and tells whether this task is the chief."""
     is_chief = cluster is None or cluster.role.is_chief
     metrics, preemption = parts.metrics, parts.preemption
-    every = [*(cluster.hooks if cluster is not None else []), InputInitHook(graph.train_input, graph.global_step),
-             PreemptionHook(preemption)]
+    input_init = InputInitHook(graph.train_input, graph.global_step)
+    every = [*(cluster.hooks if cluster is not None else []), input_init, PreemptionHook(preemption)]
     if cfg.train.max_steps:
         every.insert(-1, StopAtLastStepHook(graph.step_after, cfg.train.max_steps))
     eval_hook = EvalHook(graph, parts.evaluation, cfg.eval.every_steps, metrics,
@@ -113,7 +113,8 @@ def make_training_hooks(cfg, graph, user: UserHooks, parts: RunParts, cluster=No
     chief = [
         NanGuardHook(graph.loss_is_finite, graph.step_after, cfg.train.on_nan, cfg.checkpoint.dir,
                      cfg.train.max_skipped_steps),
-        _checkpoint_saver(cfg, graph, user.listeners),
+        # The chief's hooks run first: the input is initialised while the first checkpoint is written.
+        _checkpoint_saver(cfg, graph, user.listeners, alongside=input_init.hand_over() if is_chief else None),
         MetricsHook(graph.loss, graph.global_step, graph.step_after, cfg.log.every_steps, metrics),
         eval_hook,
     ]

@@ -6,6 +6,7 @@ from typing import Dict
 
 import tensorflow as tf
 
+from trainer.checkpoints.intact import latest_step
 from trainer.errors import TrainingError
 from trainer.records import eval_key
 from trainer.session.environment import onednn_enabled
@@ -61,6 +62,14 @@ def chief_record(run, start_step: int, metrics, stats, preemption) -> Dict:
     """
     cfg, device, timings, cluster = run.cfg, run.device, run.timings, run.cluster
     final_step = max(metrics.train.get("step", start_step), metrics.eval.get("step", start_step))
+    later_eval = {}
+    if cluster is not None:
+        # Another worker's last update can land between the final checkpoint and the final evaluation
+        # (asynchronous replicas): the run ends at the checkpoint's step, which a restart continues
+        # from; the evaluation's own step is kept beside it.
+        saved = latest_step(cfg.checkpoint.dir)
+        if saved is not None and saved < final_step:
+            later_eval, final_step = {"eval_step": int(final_step)}, saved
     record = {
         "global_step": int(final_step), "start_step": int(start_step), "loss": metrics.train.get("loss"),
         "steps_per_sec": (final_step - start_step) / stats.train_secs if stats.train_secs > 0 else None,
@@ -71,7 +80,7 @@ def chief_record(run, start_step: int, metrics, stats, preemption) -> Dict:
     }
     if cluster is not None:
         record.update(role=cluster.role.name, local_steps=stats.steps,
-                      cluster={job: list(a) for job, a in cluster.role.cluster.items()})
+                      cluster={job: list(a) for job, a in cluster.role.cluster.items()}, **later_eval)
     if preemption.signum is not None:
         latest = tf.train.latest_checkpoint(cfg.checkpoint.dir)
         message = (f"stopped by {_preemption(preemption)} at step {final_step}; checkpoint saved: {latest}; "
