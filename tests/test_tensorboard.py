@@ -55,3 +55,26 @@ def test_the_graph_files_and_the_first_checkpoint_are_written(make_cfg, tmp_path
     in_pbtxt = {node.name for node in text_format.Parse((ckpt / "graph.pbtxt").read_text(), GraphDef()).node}
     assert "global_step" in in_events and in_events == in_meta == in_pbtxt
     assert (ckpt / "model.ckpt-0.index").exists() and (ckpt / "model.ckpt-0.meta").exists()
+
+
+def test_writers_opened_in_one_dir_within_the_same_second_keep_their_events(tmp_path):
+    """TensorFlow names an events file after the second it opens and the host: a second writer opened in
+    the same dir within that second (a run resumed right after a short one) would take the same name and
+    truncate the first one's events. The runner's writers have names of their own, in opening order."""
+    import time
+
+    import tensorflow as tf
+
+    from trainer.hooks.runner import open_event_writers
+
+    tf1 = tf.compat.v1
+    while time.time() % 1 > 0.5:  # both writers open within one second
+        time.sleep(0.02)
+    with tf.Graph().as_default() as graph:
+        for step in (5, 25):
+            open_event_writers(graph, str(tmp_path))
+            writer = tf1.summary.FileWriterCache.get(str(tmp_path))
+            writer.add_summary(tf1.Summary(value=[tf1.Summary.Value(tag="loss", simple_value=float(step))]), step)
+            tf1.summary.FileWriterCache.clear()
+    assert len(list(tmp_path.iterdir())) == 2
+    assert scalars(tmp_path) == {"loss": [5, 25]}

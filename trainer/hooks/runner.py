@@ -261,6 +261,25 @@ class NanGuardHook(tf1.train.SessionRunHook):
         return f"checkpoints kept: {names}; the latest, {os.path.basename(paths[-1])}, {verdict}"
 
 
+def open_event_writers(graph, *logdirs: str) -> None:
+    """Put an event writer for each of ``logdirs`` in TensorFlow's ``FileWriterCache``, whose file
+    name no other writer has; TensorFlow's hooks, the runner's and users' find it there by dir.
+
+    TensorFlow names an events file after the second it opens and the host alone
+    (``events.out.tfevents.<second>.<host>``): a writer opened in the same dir within the same second
+    as an earlier one (a run resumed right after a short one, in one process or two) truncates that
+    file, and every event the earlier writer wrote is lost. These files end in the nanoseconds of that
+    second and the process id, so names stay distinct and sort in the order they were opened (the
+    order TensorBoard reads them in).
+    """
+    cache = tf1.summary.FileWriterCache
+    with cache._lock:
+        for logdir in logdirs:
+            if logdir not in cache._cache:
+                suffix = f".{time.time_ns() % 1_000_000_000:09d}.{os.getpid()}"
+                cache._cache[logdir] = tf1.summary.FileWriter(logdir, graph=graph, filename_suffix=suffix)
+
+
 class TrainingSummaryHook(tf1.train.SessionRunHook):
     """TensorBoard's ``loss`` and ``global_step/sec`` every ``every_steps``, under these fixed tags
     whatever summaries or name scopes the model has (Estimator always wrote both)."""
