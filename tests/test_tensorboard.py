@@ -72,7 +72,7 @@ def test_writers_opened_in_one_dir_within_the_same_second_keep_their_events(tmp_
         time.sleep(0.02)
     with tf.Graph().as_default() as graph:
         for step in (5, 25):
-            open_event_writers(graph, str(tmp_path))
+            open_event_writers({str(tmp_path): graph})
             writer = tf1.summary.FileWriterCache.get(str(tmp_path))
             writer.add_summary(tf1.Summary(value=[tf1.Summary.Value(tag="loss", simple_value=float(step))]), step)
             tf1.summary.FileWriterCache.clear()

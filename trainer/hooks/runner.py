@@ -7,7 +7,7 @@ import logging
 import os
 import threading
 import time
-from typing import Callable, Optional
+from typing import Callable, Dict, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -73,7 +73,9 @@ class CheckpointSaverHook(tf1.train.CheckpointSaverHook):
         self._alongside = alongside
 
     def after_create_session(self, session, coord):
-        global_step = int(session.run(self._global_step_tensor))
+        # The variable, as the other hooks read it: TensorFlow's ``global_step + 0`` here would be
+        # one more executor for the session to build (0.02-0.03 s) before the first step.
+        global_step = int(session.run(tf1.train.get_global_step()))
         saver = self._get_saver()
         self._graph_files = threading.Thread(target=self._write_graph_files, name="graph-files",
                                              args=(tf1.get_default_graph(), saver.saver_def if saver else None))
@@ -261,9 +263,10 @@ class NanGuardHook(tf1.train.SessionRunHook):
         return f"checkpoints kept: {names}; the latest, {os.path.basename(paths[-1])}, {verdict}"
 
 
-def open_event_writers(graph, *logdirs: str) -> None:
-    """Put an event writer for each of ``logdirs`` in TensorFlow's ``FileWriterCache``, whose file
-    name no other writer has; TensorFlow's hooks, the runner's and users' find it there by dir.
+def open_event_writers(graphs: Dict[str, Optional[object]]) -> None:
+    """Put an event writer for each logdir of ``graphs`` in TensorFlow's ``FileWriterCache``, whose
+    file name no other writer has, with the graph given for it (None: none); TensorFlow's hooks, the
+    runner's and users' find it there by dir.
 
     TensorFlow names an events file after the second it opens and the host alone
     (``events.out.tfevents.<second>.<host>``): a writer opened in the same dir within the same second
@@ -274,7 +277,7 @@ def open_event_writers(graph, *logdirs: str) -> None:
     """
     cache = tf1.summary.FileWriterCache
     with cache._lock:
-        for logdir in logdirs:
+        for logdir, graph in graphs.items():
             if logdir not in cache._cache:
                 suffix = f".{time.time_ns() % 1_000_000_000:09d}.{os.getpid()}"
                 cache._cache[logdir] = tf1.summary.FileWriter(logdir, graph=graph, filename_suffix=suffix)

@@ -230,7 +230,8 @@ class _Run:
         cfg, graph, ckpt_dir = self.cfg, self.graph, self.cfg.checkpoint.dir
         parts = RunParts(metrics, preemption, self.evaluation, self.eval_source())
         if self.is_chief:  # before the hooks, which look their writers up by dir
-            open_event_writers(graph.graph, ckpt_dir, os.path.join(ckpt_dir, "eval"))
+            # The checkpoint dir's graph and meta graph: the CheckpointSaverHook's thread writes them.
+            open_event_writers({ckpt_dir: None, os.path.join(ckpt_dir, "eval"): graph.graph})
         hooks = make_training_hooks(cfg, graph, self.user, parts, self.cluster)
         if self.is_chief:
             log.info("checkpoint.dir %s: %s", ckpt_dir, f"resuming from step {start_step}" if start_step else "new run")
