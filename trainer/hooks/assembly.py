@@ -15,7 +15,8 @@ from trainer.config.targets import instantiate
 from trainer.errors import ConfigError
 from trainer.hooks.evaluation import EvalHook
 from trainer.hooks.runner import (CheckpointSaverHook, InputInitHook, MetricsHook, NanGuardHook, PreemptionHook,
-                                  ReleaseSyncWorkersHook, StalledStepHook, StopAtLastStepHook, TrainingSummaryHook)
+                                  ReleaseSyncWorkersHook, StalledStepHook, StopAtLastStepHook, TrainingSummaryHook,
+                                  open_event_writers)
 
 tf1 = tf.compat.v1
 
@@ -102,12 +103,16 @@ def make_training_hooks(cfg, graph, user: UserHooks, parts: RunParts, cluster=No
     own hooks and tells whether this task is the chief."""
     is_chief = cluster is None or cluster.role.is_chief
     metrics, preemption = parts.metrics, parts.preemption
+    eval_dir = os.path.join(cfg.checkpoint.dir, "eval")
+    if is_chief:  # before the hooks below, which look their writers up by dir
+        # The checkpoint dir's graph and meta graph: the CheckpointSaverHook's thread writes them.
+        open_event_writers({cfg.checkpoint.dir: None, eval_dir: graph.graph})
     input_init = InputInitHook(graph.train_input, graph.global_step)
     every = [*(cluster.hooks if cluster is not None else []), input_init, PreemptionHook(preemption)]
     if cfg.train.max_steps:
         every.insert(-1, StopAtLastStepHook(graph.step_after, cfg.train.max_steps))
     eval_hook = EvalHook(graph, parts.evaluation, cfg.eval.every_steps, metrics,
-                         summary_dir=os.path.join(cfg.checkpoint.dir, "eval"),
+                         summary_dir=eval_dir,
                          listeners=[h for h in user.every + user.chief if hasattr(h, "on_eval")],
                          skip_final=lambda: preemption.signum is not None, source=parts.eval_source)
     chief = [

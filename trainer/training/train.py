@@ -23,7 +23,6 @@ from trainer.errors import Preempted, describe
 from trainer.estimator import RunConfig
 from trainer.hooks.assembly import RunParts, UserHooks, make_training_hooks, make_user_hooks
 from trainer.hooks.evaluation import EvalHook, SeparateEvaluation, SharedEvaluation, format_metrics, objective_metric
-from trainer.hooks.runner import open_event_writers
 from trainer.model.graph import TrainGraph, build_eval_graph, build_graph, single_process
 from trainer.model.model_fn import make_run_config
 from trainer.model.schedules import stretched
@@ -229,9 +228,6 @@ class _Run:
     def _loop(self, start_step, metrics, preemption):
         cfg, graph, ckpt_dir = self.cfg, self.graph, self.cfg.checkpoint.dir
         parts = RunParts(metrics, preemption, self.evaluation, self.eval_source())
-        if self.is_chief:  # before the hooks, which look their writers up by dir
-            # The checkpoint dir's graph and meta graph: the CheckpointSaverHook's thread writes them.
-            open_event_writers({ckpt_dir: None, os.path.join(ckpt_dir, "eval"): graph.graph})
         hooks = make_training_hooks(cfg, graph, self.user, parts, self.cluster)
         if self.is_chief:
             log.info("checkpoint.dir %s: %s", ckpt_dir, f"resuming from step {start_step}" if start_step else "new run")
