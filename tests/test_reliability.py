@@ -84,6 +84,31 @@ def test_a_state_holding_nan_is_not_saved_at_the_error(make_cfg, tmp_path, caplo
     assert "not saving the state at the error: it holds NaN or Inf values" in caplog.text
 
 
+@pytest.mark.parametrize("group_bytes", [1 << 28, 16])
+def test_the_finite_check_reads_every_float_variable_in_its_groups(group_bytes):
+    """The check before the exit checkpoint: a NaN or an Inf in any float variable (float32, bfloat16,
+    in a later group of fetches) is found; integer variables are not checked; no op is added."""
+    from trainer.training.loop import weights_finite
+
+    with tf.Graph().as_default() as graph:
+        w = tf.compat.v1.get_variable("w", initializer=tf.ones([3, 4]))
+        half = tf.Variable(tf.ones([5], tf.bfloat16), name="half")
+        steps = tf.Variable(7, dtype=tf.int64, name="steps")
+        everything = [w, half, steps]
+        with tf.compat.v1.Session() as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            poison = {v: (v.assign(tf.constant(np.full(v.shape, value), v.dtype)))
+                      for v, value in [(w, np.nan), (half, np.inf)]}
+            restore = {v: v.assign(tf.ones(v.shape, v.dtype)) for v in (w, half)}
+            graph.finalize()
+            assert weights_finite(sess, everything, group_bytes)
+            for v in (w, half):
+                sess.run(poison[v])
+                assert not weights_finite(sess, everything, group_bytes), v.name
+                sess.run(restore[v])
+            assert weights_finite(sess, everything, group_bytes)
+
+
 def test_recoveries_are_bounded_and_logged(make_cfg, tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="trainer")
     with pytest.raises(RecoveryLimitError, match="session.max_recoveries=2"):

@@ -89,7 +89,6 @@ class TrainGraph:
     spec: EstimatorSpec  # what model_fn returned for TRAIN (its hooks, scaffold)
     sync_optimizer: Optional[object] = None  # distributed.sync_replicas: the SyncReplicasOptimizer
     sync_release_op: Optional[object] = None  # ... and an op handing every worker a token at the end
-    weights_finite: Optional[object] = None  # every float variable is finite
     average: Optional[object] = None  # train.ema_decay: the ExponentialMovingAverage of the trainable variables
 
 
@@ -297,14 +296,6 @@ def make_saver(cfg):
     return saver
 
 
-def _weights_finite():
-    """Whether every float variable is finite: the state after an error is saved only then."""
-    with tf1.name_scope("weights_finite"):
-        checks = [tf.reduce_all(tf.math.is_finite(v.read_value())) for v in tf1.global_variables()
-                  if v.dtype.base_dtype.is_floating]
-        return tf.reduce_all(tf.stack(checks)) if checks else tf.constant(True)
-
-
 def build_graph(cfg, arrays=None, placement: Placement = Placement(), run_config: Optional[RunConfig] = None) -> TrainGraph:
     """Build the training graph for ``cfg``, with the evaluation in it when ``eval.graph`` allows.
 
@@ -354,13 +345,12 @@ def _build(cfg, arrays, placement: Placement, run_config, shared_eval: bool) -> 
         if summary_op is not None:
             tf1.add_to_collection(TRAIN_SUMMARY_COLLECTION, summary_op)
         saver = make_saver(cfg)
-        weights_finite = _weights_finite()
         scaffold = make_scaffold(cfg, saver, summary_op, spec.scaffold)
     return TrainGraph(
         graph=graph, global_step=global_step, step_before=step_before, step_after=step_after, loss=loss,
         loss_is_finite=loss_is_finite, train_op=train_op, train_input=train_input, evaluation=evaluation, summary_op=summary_op, saver=saver,
         scaffold=scaffold, spec=spec, sync_optimizer=sync_optimizer, sync_release_op=sync_release_op,
-        weights_finite=weights_finite, average=average,
+        average=average,
     )
 
 
