@@ -4,7 +4,7 @@ import os
 import sys
 
 from trainer.interrupts import hold_ctrl_c
-from trainer.session.environment import preload_libraries
+from trainer.session.environment import hold_collector, preload_libraries
 
 
 def _interrupted(kind, value, traceback) -> None:
@@ -54,6 +54,7 @@ def main() -> None:
         # OmegaConf turns a KeyboardInterrupt inside its work into other errors.
         hold_ctrl_c()
         if _imports_tensorflow(sys.argv[1:]):
+            hold_collector()  # until TensorFlow is imported: Hydra's imports and composition too
             _import_extensions()
             preload_libraries()  # on the second core while Hydra imports and composes the config
         from trainer.cli.main import main as run
