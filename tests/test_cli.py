@@ -344,7 +344,7 @@ print("after the import: collector on", seen["enabled"], "frozen", seen["frozen"
 
 def test_the_collector_is_off_until_tensorflow_is_imported(tmp_path):
     """Python's cyclic garbage collector does not run from the command's start to the end of TensorFlow's
-    import (each full pass walks millions of objects that live as long as the process: 0.4-0.5 s of the
+    import (each full pass walks some 455,000 objects that live as long as the process: 0.4-0.5 s of the
     import), and is back on, without those objects, for the run."""
     args = [*SMALL, "train.max_steps=1", f"hydra.run.dir={tmp_path / 'run'}"]
     proc = subprocess.run([sys.executable, "-c", _COLLECTOR_AT_START_UP, *args], cwd=tmp_path,
