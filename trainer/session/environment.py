@@ -150,17 +150,15 @@ def import_tensorflow(verbose: bool = False):
     _preloaded()
     if verbose:
         os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
-    if "tensorflow" not in sys.modules:
-        started = time.time()
-        hold_collector()
-        try:
+    try:
+        if "tensorflow" not in sys.modules:
+            started = time.time()
+            hold_collector()
             with quiet_stderr(not verbose):
                 import tensorflow  # noqa: F401
-        finally:
-            _release_collector()
-        _import_secs["tensorflow"] = time.time() - started
-    else:
-        _release_collector()  # the command held it, and something else imported TensorFlow first
+            _import_secs["tensorflow"] = time.time() - started
+    finally:
+        _release_collector()  # also when the command held it and something else imported TensorFlow first
     import tensorflow as tf
 
     route_tensorflow_log(verbose)
