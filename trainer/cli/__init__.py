@@ -31,9 +31,12 @@ def _imports_tensorflow(argv) -> bool:
 # the config's composition, the run dir's files and the data read ahead (the standard library's,
 # PyYAML's, NumPy's). Importing one waits for the loader's lock, which loading TensorFlow's
 # libraries holds for 0.4 s: they are imported first, in a few milliseconds (NumPy: 0.05 s).
+# ``zipfile`` stands for the ones it brings (``shutil``'s ``_bz2`` and ``_lzma``, ``zlib``,
+# ``binascii``): Hydra's plugin scan during composition imports it, unless something the environment
+# imports at start-up (a ``.pth`` file, an editable install's finder) already has.
 _EXTENSIONS = ("_blake2", "_contextvars", "_csv", "_ctypes", "_datetime", "_decimal", "_hashlib", "_heapq", "_json",
                "_opcode", "_pickle", "_queue", "_socket", "_uuid", "array", "select", "unicodedata", "yaml._yaml",
-               "numpy.random")
+               "zipfile", "numpy.random")
 
 
 def _import_extensions() -> None:
