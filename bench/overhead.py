@@ -19,7 +19,7 @@ import tempfile
 import time
 
 
-def _config(model: str, batch: int, examples: int, session: str, output_dir: str, every_steps: int):
+def _config(model: str, batch: int, examples: int, session: str, output_dir: str, every_steps: int, extra=()):
     from hydra import compose, initialize_config_module
 
     from trainer.cli.paths import register_resolvers
@@ -32,7 +32,7 @@ def _config(model: str, batch: int, examples: int, session: str, output_dir: str
             f"model={model}", "data=synthetic", f"data.train_examples={examples}", "data.test_examples=1000",
             f"train.batch_size={batch}", "train.max_steps=1000000", f"session={session}", "device=cpu",
             "eval.every_steps=0", f"log.every_steps={every_steps}", "log.progress=lines",
-            f"checkpoint.dir={os.path.join(output_dir, 'checkpoints')}",
+            f"checkpoint.dir={os.path.join(output_dir, 'checkpoints')}", *extra,
         ])
 
 

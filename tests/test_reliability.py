@@ -378,6 +378,45 @@ def test_an_infinite_gradient_with_a_finite_loss_is_caught(make_cfg, tmp_path):
     assert latest_step(tmp_path / "checkpoints") == 4
 
 
+@pytest.mark.parametrize("session", BACKENDS)
+def test_an_infinite_gradient_at_a_save_step_never_reaches_a_checkpoint(make_cfg, tmp_path, session):
+    """train.on_nan=stop applies the update without waiting for the gradients' norm: the bad step's
+    weights are in the session when the guard stops the run, and must go no further."""
+    cfg = make_cfg(f"session={session}", "model=model_fn", "model.fn=user_models.infinite_gradient_at_5",
+                   "checkpoint.every_steps=6")
+    with pytest.raises(NanLossError, match=r"at step 6.*checkpoints kept: model.ckpt-0;"):
+        run(cfg, str(tmp_path))
+    ckpt = tmp_path / "checkpoints"
+    assert latest_step(ckpt) == 0 and not (ckpt / "model.ckpt-6.index").exists()
+    assert all(np.isfinite(v).all() for v in weights(tf.train.latest_checkpoint(str(ckpt))).values())
+
+
+def _ancestors(op):
+    seen, todo = set(), [op]
+    while todo:
+        op = todo.pop()
+        for parent in [t.op for t in op.inputs] + list(op.control_inputs):
+            if parent.name not in seen:
+                seen.add(parent.name)
+                todo.append(parent)
+    return seen
+
+
+@pytest.mark.parametrize("on_nan, waits", [("stop", False), ("skip_step", True)])
+def test_the_update_waits_for_the_gradients_norm_only_when_skipping(make_cfg, tmp_path, on_nan, waits):
+    """The conditional update (a barrier: no variable's update before the global norm of all
+    gradients) is built only where a bad step is skipped in the graph."""
+    from trainer.config.rules import prepare
+    from trainer.data.sources import load_arrays
+    from trainer.model.graph import build_graph
+
+    cfg = prepare(make_cfg(f"train.on_nan={on_nan}"), str(tmp_path))
+    graph = build_graph(cfg, load_arrays(cfg.data))
+    train_op = graph.train_op if isinstance(graph.train_op, tf.Operation) else graph.train_op.op
+    assert any(name.startswith("gradient_norm") for name in _ancestors(train_op)) == waits
+    assert any(name.startswith("gradient_norm") for name in _ancestors(graph.loss_is_finite.op))
+
+
 def test_skipping_nan_steps_fails_after_max_skipped_steps_in_a_row(make_cfg, tmp_path):
     cfg = make_cfg("model=model_fn", "model.fn=user_models.always_nan", "train.on_nan=skip_step",
                    "train.max_skipped_steps=5")

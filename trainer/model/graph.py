@@ -228,10 +228,15 @@ def _train_part(model: _Model, train_input, global_step, placement: Placement):
             raise ConfigError(f"optimizer.schedule/clip_norm/weight_decay: model.fn={cfg.model.fn} returns its own "
                               "train_op, built with its own optimizer; drop those keys or return no train_op")
         return spec, loss, loss_is_finite, step_before, spec.train_op, None
+    # A step that is not finite is skipped in the graph where skipping is asked for, and where other
+    # tasks share the variables (a cluster: they may save them first); elsewhere NanGuardHook stops
+    # the run before anything saves it, and the update needs no barrier (make_train_op).
+    guard_update = cfg.train.on_nan == "skip_step" or placement.device_fn is not None
     with tf.control_dependencies([step_before]):
         train_op, sync_optimizer, step_ok = make_train_op(
             cfg.optimizer, spec.loss if towers is None else towers, global_step, update_ops, loss_is_finite, sync,
-            loss_scale=placement.loss_scale, max_steps=cfg.train.max_steps, schedule_step=step_before)
+            loss_scale=placement.loss_scale, max_steps=cfg.train.max_steps, schedule_step=step_before,
+            guard_update=guard_update)
     return spec, loss, step_ok, step_before, train_op, sync_optimizer
 
 

@@ -109,11 +109,18 @@ def _decayed(optimizer_cfg, rate, grads_and_vars):
 
 
 def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, sync=None, loss_scale=False,
-                  max_steps=None, schedule_step=None):
-    """``optimizer.minimize`` after the model's update ops (batch-norm statistics), guarded: a step
-    whose loss or gradient norm is NaN or Inf only advances the global step; the weights, the
-    optimizer's slots and the model's update-op state (read before the step) stay as they were,
-    so bad values never reach a checkpoint.
+                  max_steps=None, schedule_step=None, guard_update=True):
+    """``optimizer.minimize`` after the model's update ops (batch-norm statistics), with a flag
+    saying whether the step's loss and gradient norm were finite.
+
+    ``guard_update`` (``train.on_nan=skip_step``, and every task of a cluster, whose variables other
+    tasks read and save): a step that is not finite only advances the global step; the weights, the
+    optimizer's slots and the model's update-op state (read before the step) stay as they were.
+    That conditional makes every variable's update wait for the global norm of all gradients.
+    Without it (``train.on_nan=stop`` in one process) the update runs as the user's own
+    ``minimize`` would, the flag is computed beside it, and ``NanGuardHook`` stops the run in the
+    same step's ``after_run``, before any other hook (the checkpoint saver) runs: bad values are
+    then in the session, never in a checkpoint (the save after an error checks them too).
 
     ``loss`` is a tensor, or a list of ``trainer.model.towers.Tower`` whose gradients are averaged.
     ``sync`` = (replicas_to_aggregate, total_num_replicas) wraps the optimizer in
@@ -143,7 +150,7 @@ def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, 
         if clip_norm:
             grads_and_vars = _clipped(grads_and_vars, clip_norm)
         return optimizer.apply_gradients(grads_and_vars, global_step=global_step), optimizer, loss_is_finite
-    before = _snapshot_before(update_ops, global_step)
+    before = _snapshot_before(update_ops, global_step) if guard_update else []
     grads_and_vars = _gradients(optimizer, loss, update_ops)
     grads = [g for g, _ in grads_and_vars if g is not None]
     norm = tf.linalg.global_norm(grads, name="gradient_norm") if grads else None
@@ -155,6 +162,9 @@ def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, 
     def apply():
         with tf.control_dependencies(_decayed(optimizer_cfg, rate, grads_and_vars)):
             return optimizer.apply_gradients(grads_and_vars, global_step=global_step)
+
+    if not guard_update:
+        return tf.group(apply(), name="train_op"), None, step_ok
 
     def skip():
         restore = [v.assign(value, read_value=False) for v, value in before]
