@@ -273,3 +273,33 @@ def test_png_images_variable_length_and_defaulted_features_parse_as_specified(ma
     np.testing.assert_array_equal(features["weight"], [1.0, 0.5, 1.0, 0.5, 1.0, 0.5])
     assert isinstance(features["tags"], tf.compat.v1.SparseTensorValue)
     assert features["tags"].values.tolist() == [j for i in range(6) for j in range(i)]
+
+
+def test_a_training_split_without_records_is_refused_before_the_session(records, tmp_path):
+    """An empty TFRecord file or a header-only CSV (with declared types) once made the input spin for
+    ever: each endless epoch ended at once. The command refuses it in one line naming the files."""
+    import subprocess
+
+    from helpers import TRAIN
+
+    empty = tmp_path / "empty.tfrecord"
+    with tf.io.TFRecordWriter(str(empty)):
+        pass
+    header_only = tmp_path / "header.csv"
+    header_only.write_text("a,b,label\n")
+    cases = [
+        (tfrecord_cfg(records, f"data.train_files={empty}"), "no TFRecord records in " + str(empty)),
+        ([*NOT_ARRAYS, "data=csv", f"data.train_files={header_only}", f"data.eval_files={header_only}",
+          "data.label_key=label", "data.num_classes=2", "data.features.a={shape: [], dtype: float32}",
+          "data.features.b={shape: [], dtype: float32}", "data.features.label={shape: [], dtype: int64}"],
+         "no CSV rows in " + str(header_only)),
+    ]
+    for i, (overrides, expected) in enumerate(cases):
+        run_dir = tmp_path / f"run{i}"
+        proc = subprocess.run([TRAIN, *overrides, "model=mlp", "train.max_steps=5", "eval.every_steps=null",
+                               "log.progress=off", f"hydra.run.dir={run_dir}"], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 2, proc.stderr
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and expected in errors[0] and "data.train_files" in errors[0], proc.stderr
+        assert not (run_dir / "checkpoints").exists()

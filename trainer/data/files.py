@@ -164,13 +164,32 @@ def tfrecord_records(path: str, compression: Optional[str] = None, payloads: boo
             index += 1
 
 
+def _record_marks(kind: str, path: str, compression: Optional[str] = None):
+    """One item per record of a file: TFRecord from the headers (payloads are skipped), CSV's
+    non-blank lines after the header."""
+    if kind == "tfrecord":
+        yield from tfrecord_records(path, compression, payloads=False)
+        return
+    with open(path, "rb") as f:
+        lines = (line for line in f if line.strip())
+        next(lines, None)  # the header
+        yield from lines
+
+
 def count_records(kind: str, path: str, compression: Optional[str] = None) -> int:
     """Records in one file: TFRecord from the headers (payloads are skipped), CSV rows after the header."""
-    if kind == "tfrecord":
-        return sum(1 for _ in tfrecord_records(path, compression, payloads=False))
-    with open(path, "rb") as f:
-        lines = sum(1 for line in f if line.strip())
-    return max(lines - 1, 0)
+    return sum(1 for _ in _record_marks(kind, path, compression))
+
+
+def holds_records(kind: str, paths: Sequence[str], at_least: int = 1, compression: Optional[str] = None) -> bool:
+    """Whether ``paths`` together hold ``at_least`` records, reading no further than that."""
+    found = 0
+    for path in paths:
+        for _ in _record_marks(kind, path, compression):
+            found += 1
+            if found >= at_least:
+                return True
+    return False
 
 
 def check_example(serialized: bytes, features: Dict[str, Feature], where: str) -> None:
@@ -308,6 +327,17 @@ class FileSource:
         if len(self.train_files) >= count:
             return self.train_files[index::count], None
         return self.train_files, (count, index)
+
+    def check_training_records(self, replicas=(1, 0)) -> None:
+        """Refuse a training split (or this task's share of it) that holds no record: its epochs,
+        repeated for ever, would each end at once and the input would spin without a batch."""
+        files, by_record = self.shard(replicas)
+        at_least = 1 if by_record is None else by_record[1] + 1
+        if holds_records(self.kind, files, at_least, self.compression):
+            return
+        share = "" if replicas[0] <= 1 else f" for training task {replicas[1]} of {replicas[0]}"
+        raise DataError(f"data.train_files: no {'TFRecord records' if self.kind == 'tfrecord' else 'CSV rows'}"
+                        f"{share} in {', '.join(files)}; point data.train_files at files with examples")
 
     def epoch_records(self, replicas) -> int:
         files, by_record = self.shard(replicas)
@@ -463,6 +493,7 @@ def load_files(data_cfg) -> FileSource:
                           "data.label_vocabulary)")
     buffer = data_cfg.get("shuffle_buffer") or DEFAULT_SHUFFLE_BUFFER
     source = FileSource(kind, train_files, eval_files, features, label_key, 0, vocabulary, compression, buffer)
+    source.check_training_records()
     num_classes = data_cfg.get("num_classes")
     if label.dtype == "string" and vocabulary is None:
         source.label_vocabulary = sorted({str(v) for v in _scan_labels(source)})

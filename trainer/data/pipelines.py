@@ -303,6 +303,7 @@ def make_file_pipeline(source: FileSource, batch_size: int, train: bool, pack_ke
         first_epoch = offset = None
         if train:
             files, by_record = source.shard(replicas)
+            source.check_training_records(replicas)
             if replicas[0] > 1:
                 log.info("training task %d of %d reads %s", replicas[1], replicas[0],
                          f"one record in {by_record[0]}, from record {by_record[1]}" if by_record
