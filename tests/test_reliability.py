@@ -17,7 +17,8 @@ import tensorflow as tf
 
 from helpers import TRAIN, ckpt_steps, dir_state as files, latest_step, wait_for_step as _wait_for_step, weights
 from trainer import run
-from trainer.errors import CheckpointError, CheckpointLockedError, ConfigError, NanLossError, RecoveryLimitError
+from trainer.errors import (CheckpointError, CheckpointLockedError, ConfigError, NanLossError, RecoveryLimitError,
+                            TrainingError)
 
 BACKENDS = ["plain", "monitored"]
 SMALL = ["data=synthetic", "data.train_examples=512", "data.test_examples=64", "model=mlp",
@@ -39,11 +40,27 @@ def test_nan_stops_naming_the_step_and_keeps_the_last_good_checkpoint(make_cfg, 
     assert all(np.isfinite(v).all() for v in weights(tf.train.latest_checkpoint(str(ckpt))).values())
 
 
+def _strict_json(path):
+    """A JSON file or JSON-lines file parsed as JSON is defined: bare NaN or Infinity fails."""
+    def refuse(constant):
+        raise ValueError(f"{path}: {constant} is not JSON")
+
+    text = open(path).read()
+    if str(path).endswith(".jsonl"):
+        return [json.loads(line, parse_constant=refuse) for line in text.splitlines()]
+    return json.loads(text, parse_constant=refuse)
+
+
 @pytest.mark.parametrize("session", BACKENDS)
 def test_nan_skip_step_leaves_the_weights_unchanged(make_cfg, tmp_path, session):
-    metrics = run(make_cfg(f"session={session}", "model.fn=user_models.nan_after_5", "train.on_nan=skip_step", "train.max_skipped_steps=20",
-                           "checkpoint.every_steps=5"), str(tmp_path))
-    assert metrics["global_step"] == 20
+    # Steps 6-20 are skipped: the last step's loss is NaN, so the run is a failure, not a result.
+    with pytest.raises(TrainingError, match="at step 20, the training loss is NaN or Inf: not a result"):
+        run(make_cfg(f"session={session}", "model.fn=user_models.nan_after_5", "train.on_nan=skip_step",
+                     "train.max_skipped_steps=20", "checkpoint.every_steps=5"), str(tmp_path))
+    record = _strict_json(tmp_path / "metrics.json")
+    assert record["status"] == "failed" and "NaN" in record["error"]
+    rows = [r for r in _strict_json(tmp_path / "metrics.jsonl") if r["kind"] == "train"]
+    assert rows[-1]["step"] == 20 and rows[-1]["loss"] is None and rows[-1]["non_finite"] == ["loss"]
     ckpt = tmp_path / "checkpoints"
     at_5, at_20 = weights(ckpt / "model.ckpt-5"), weights(ckpt / "model.ckpt-20")
     for name in at_5:

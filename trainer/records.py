@@ -1,16 +1,40 @@
 """A run's records on disk: JSON files written atomically, and the metrics log (``metrics.jsonl``)."""
 
 import json
+import math
 import os
 import time
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
+
+
+def _json_safe(value, path: str, found: List[str]):
+    """``value`` with each NaN or infinite float made null (JSON has neither), its key path in ``found``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        found.append(path)
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v, f"{path}.{k}" if path else str(k), found) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+    return value
+
+
+def json_safe(payload: Dict) -> Dict:
+    """``payload`` as valid JSON: a NaN or infinite number becomes null, and ``non_finite`` lists
+    where each one was (a reader sees why the value is missing; ``json`` would write bare NaN)."""
+    found: List[str] = []
+    safe = _json_safe(payload, "", found)
+    if found:
+        safe["non_finite"] = found
+    return safe
 
 
 def write_json(path: str, payload: Dict, indent: int = 2) -> None:
-    """Write ``payload`` to ``path`` through a temporary file, so a reader never sees half of it."""
+    """Write ``payload`` to ``path`` through a temporary file, so a reader never sees half of it;
+    valid JSON whatever its numbers (:func:`json_safe`)."""
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
-        json.dump(payload, f, indent=indent, sort_keys=True)
+        json.dump(json_safe(payload), f, indent=indent, sort_keys=True, allow_nan=False)
         f.write("\n")
     os.replace(tmp, path)
 
@@ -42,7 +66,7 @@ class MetricsLog:
             self.train = dict(row)
         if self.path:
             with open(self.path, "a") as f:
-                f.write(json.dumps(row) + "\n")
+                f.write(json.dumps(json_safe(row), allow_nan=False) + "\n")
 
 
 def eval_key(metric: str) -> str:

@@ -1,6 +1,7 @@
 """The result record of a training run: what ``metrics.json`` says, for the chief and for other workers."""
 
 import logging
+import math
 import signal
 from typing import Dict
 
@@ -91,6 +92,19 @@ def chief_record(run, start_step: int, metrics, stats, preemption) -> Dict:
     evals = {k: v for k, v in metrics.eval.items() if k not in ("kind", "step", "time")}
     if objective not in evals:
         raise TrainingError(f"eval.objective={objective}: no evaluation recorded it; metrics.jsonl has {sorted(evals)}")
+    _check_finite(record["loss"], evals, int(final_step))
     record.update(status="finished", objective=objective, objective_value=evals[objective])
     record.update({eval_key(k): v for k, v in evals.items()})
     return record
+
+
+def _check_finite(loss, evals: Dict, step: int) -> None:
+    """A run whose final training loss or eval metric is NaN or infinite has not finished: it fails
+    (``train.on_nan=skip_step`` can reach the last step with every update skipped but one)."""
+    bad = [f"eval {k}" for k, v in sorted(evals.items()) if isinstance(v, float) and not math.isfinite(v)]
+    if isinstance(loss, float) and not math.isfinite(loss):
+        bad.insert(0, "the training loss")
+    if bad:
+        raise TrainingError(f"at step {step}, {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} NaN or Inf: not a "
+                            "result; lower optimizer.learning_rate or check the input, and restart from an earlier "
+                            "checkpoint (checkpoint.restore_step=N)")
