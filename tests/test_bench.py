@@ -48,3 +48,17 @@ def test_curves_script_records_each_evaluation_of_a_train_command(tmp_path):
     assert [point["step"] for point in run["curve"]] == [5, 10] and run["reached"]["step"] == 5
     assert run["onednn"] is False  # the environment word reached the train process
     assert 0 < run["first_step_secs"] <= run["curve"][0]["secs"]
+
+
+def test_graph_cost_script_runs_the_users_loop_beside_every_runner_contender(tmp_path):
+    out = tmp_path / "graph_cost.json"
+    proc = subprocess.run([sys.executable, "-m", "bench.graph_cost", "--steps", "2", "--blocks", "2", "--warmup", "1",
+                           "--batch", "16", "--examples", "256", "--json", str(out)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(out.read_text())["results"]
+    assert list(results) == ["user", "plain", "monitored", "runner_graph", "guarded", "no_gradient_norm",
+                             "stateful_dropout"]
+    assert results["user"]["vs_user"] == 1.0
+    for r in results.values():
+        assert r["ms"] > 0 and len(r["blocks_ms"]) == 2
