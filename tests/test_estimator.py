@@ -73,6 +73,26 @@ def test_predict_a_given_file(make_cfg, trained, tmp_path):
     assert result["count"] == 5 and os.path.exists(tmp_path / "out.npz")
 
 
+def test_predict_replaces_no_file_it_was_not_told_to(make_cfg, trained, tmp_path):
+    """An existing predict.output is replaced only with predict.overwrite=true; the input never."""
+    run_dir, _ = trained
+    np.savez(tmp_path / "few.npz", x=np.zeros((5, 28, 28), np.uint8))
+    inputs, out = tmp_path / "few.npz", tmp_path / "kept.npz"
+    out.write_bytes(b"the user's file")
+    given = (*CNN, "mode=predict", f"predict.input={inputs}")
+    with pytest.raises(ConfigError, match=r"predict.output=.*kept.npz exists; set predict.overwrite=true"):
+        execute(make_cfg(*given, f"predict.output={out}"), str(run_dir))
+    assert out.read_bytes() == b"the user's file"
+    before = inputs.read_bytes()
+    with pytest.raises(ConfigError, match=r"predict.output=.*few.npz is a file this run reads its data from"):
+        execute(make_cfg(*given, f"predict.output={inputs}", "predict.overwrite=true"), str(run_dir))
+    assert inputs.read_bytes() == before
+    result = execute(make_cfg(*given, f"predict.output={out}", "predict.overwrite=true"), str(run_dir))
+    with np.load(out) as f:
+        assert result["count"] == 5 and f["classes"].shape == (5,)
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+
 def test_export_a_servable_saved_model(make_cfg, trained):
     run_dir, _ = trained
     result = execute(make_cfg(*CNN, "mode=export"), str(run_dir))

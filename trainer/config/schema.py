@@ -294,7 +294,8 @@ class EvalConfig:
 class PredictConfig:
     input: Optional[str] = None  # an .npz (key x, images or x_test) or IDX images file; null: the test split
     input_fn: Optional[str] = None  # or a dotted path of an input_fn (mode infer) giving the features to predict
-    output: Optional[str] = None  # null: predictions.npz in the run dir
+    output: Optional[str] = None  # null: predictions.npz in the run dir (replaced by the next prediction)
+    overwrite: bool = False  # replace an existing predict.output (never a file the run reads)
     checkpoint: Optional[str] = None  # null: the latest in checkpoint.dir
 
 

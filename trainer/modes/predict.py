@@ -49,13 +49,43 @@ def _prediction_pipeline(cfg, data, run_config):
     return make_pipeline(images, np.zeros(len(images), np.int64), cfg.eval.batch_size, cfg.data.feature_key, train=False)
 
 
+def _files_read(cfg, data) -> set:
+    """The files this run reads its data from (their real paths)."""
+    paths = [cfg.predict.input, cfg.data.get("path")]
+    if isinstance(data, FileSource):
+        paths += data.train_files + data.eval_files
+    return {os.path.realpath(os.path.expanduser(str(p))) for p in paths if p}
+
+
+def _output_path(cfg, workdir: str, data) -> str:
+    """Where the predictions go: ``predict.output``, or the run dir's own ``predictions.npz`` (which a
+    later prediction replaces). A file the run reads is never written; another existing file only
+    with ``predict.overwrite=true``.
+
+    Raises:
+      ConfigError: naming ``predict.output`` and the fix.
+    """
+    default = os.path.join(workdir, "predictions.npz")
+    out = os.path.abspath(os.path.expanduser(cfg.predict.output or default))
+    if os.path.realpath(out) in _files_read(cfg, data):
+        raise ConfigError(f"predict.output={out} is a file this run reads its data from; write the predictions "
+                          "elsewhere")
+    if os.path.isdir(out):
+        raise ConfigError(f"predict.output={out} is a directory; name a file, e.g. {os.path.join(out, 'predictions.npz')}")
+    if os.path.exists(out) and out != os.path.abspath(default) and not cfg.predict.overwrite:
+        raise ConfigError(f"predict.output={out} exists; set predict.overwrite=true to replace it, or name another file")
+    return out
+
+
 def predict(cfg, workdir: str) -> Dict:
     """Predict with ``predict.checkpoint`` (default: the newest in ``checkpoint.dir``); returns the record."""
     device = resolve_device(cfg.device)
     path = checkpoint_to_read(cfg, cfg.predict.checkpoint)
     run_config = make_run_config(cfg)
+    data = load_data(cfg)
+    out = _output_path(cfg, workdir, data)
     with tf.Graph().as_default():
-        pipeline = _prediction_pipeline(cfg, load_data(cfg), run_config)
+        pipeline = _prediction_pipeline(cfg, data, run_config)
         spec, saver, global_step = build_predict_part(cfg, pipeline.features, device, run_config)
         predictions = spec.predictions if isinstance(spec.predictions, dict) else {"predictions": spec.predictions}
         creator = tf1.train.ChiefSessionCreator(scaffold=tf1.train.Scaffold(saver=saver),
@@ -67,9 +97,15 @@ def predict(cfg, workdir: str) -> Dict:
             while not sess.should_stop():
                 batches.append(sess.run(predictions))
     arrays = {k: np.concatenate([b[k] for b in batches]) for k in predictions} if batches else {}
-    out = os.path.abspath(os.path.expanduser(cfg.predict.output or os.path.join(workdir, "predictions.npz")))
     os.makedirs(os.path.dirname(out), exist_ok=True)
-    np.savez(out, **arrays)
+    tmp = f"{out}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as f:  # a file object: np.savez adds no .npz to the name
+            np.savez(f, **arrays)
+        os.replace(tmp, out)  # a reader, or a killed run, never leaves half a file at the output
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
     count = len(next(iter(arrays.values()))) if arrays else 0
     log.info("predicted %d examples with %s: %s", count, path, out)
     result = {"checkpoint": path, "predictions": out, "count": count, "keys": sorted(arrays)}
