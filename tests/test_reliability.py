@@ -315,6 +315,25 @@ def test_another_hosts_lease_is_respected_until_it_lapses(make_cfg, tmp_path, ca
     assert "stale lock of pid 4242 on other-pod" in caplog.text
 
 
+def test_rerun_finished_sets_nothing_aside_until_it_holds_the_dir(make_cfg, tmp_path):
+    """sweep.rerun_finished moves a finished run's files aside only once the run holds the dir's lock:
+    a rerun refused because another live run holds it leaves the finished run as it was."""
+    assert run(make_cfg(), str(tmp_path))["global_step"] == 20
+    ckpt = tmp_path / "checkpoints"
+    lease = {"pid": 4242, "host": "other-pod", "started": "then", "renewed_at": time.time()}
+    (ckpt / "train.lock").write_text(json.dumps(lease))
+    with pytest.raises(CheckpointLockedError):
+        run(make_cfg("sweep.rerun_finished=true"), str(tmp_path))
+    assert (ckpt / "model.ckpt-20.index").exists() and not list(tmp_path.glob("*.replaced-*"))
+    assert json.loads((tmp_path / "metrics.json").read_text())["status"] == "finished"
+    lease["renewed_at"] = time.time() - 600
+    (ckpt / "train.lock").write_text(json.dumps(lease))
+    assert run(make_cfg("sweep.rerun_finished=true"), str(tmp_path))["start_step"] == 0
+    aside = list(tmp_path.glob("checkpoints.replaced-*"))
+    assert len(aside) == 1 and (aside[0] / "model.ckpt-20.index").exists() and not (aside[0] / "train.lock").exists()
+    assert list(tmp_path.glob("metrics.json.replaced-*"))
+
+
 def test_the_lock_is_released_when_the_watchdog_ends_the_process(tmp_path):
     # os._exit (the watchdog's exit 5, a cluster task's end) skips every finally: the kernel lock goes anyway.
     from trainer.checkpoints.lock import DirLock

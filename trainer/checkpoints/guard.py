@@ -16,7 +16,7 @@ from typing import Dict, Optional
 from omegaconf import OmegaConf
 
 from trainer.checkpoints.intact import checkpoint_step, clean_leftovers, find_intact, repair_state, roll_back
-from trainer.checkpoints.lock import DirLock
+from trainer.checkpoints.lock import LOCK, DirLock
 from trainer.checkpoints.manifest import MANIFEST, check_compatible, read_manifest, write_manifest
 from trainer.errors import ConfigError
 from trainer.records import read_json, write_json
@@ -83,6 +83,22 @@ def _restore_step(ckpt_dir: str, step: int) -> None:
         write_json(os.path.join(ckpt_dir, MANIFEST), manifest, indent=1)
 
 
+def _set_aside(workdir: str, ckpt_dir: str) -> None:
+    """sweep.rerun_finished: the finished run's checkpoints and metrics kept under a dated name, the run
+    started afresh. Called holding the dir's lock, once every check has passed: the lock file stays."""
+    suffix = time.strftime(".replaced-%Y%m%d-%H%M%S")
+    while os.path.exists(ckpt_dir + suffix):
+        suffix += "-1"
+    os.makedirs(ckpt_dir + suffix)
+    for name in os.listdir(ckpt_dir):
+        if name != LOCK:
+            os.replace(os.path.join(ckpt_dir, name), os.path.join(ckpt_dir + suffix, name))
+    for path in (metrics_path(workdir), os.path.join(workdir, "metrics.jsonl")):
+        if os.path.exists(path):
+            os.replace(path, path + suffix)
+    log.info("sweep.rerun_finished: the finished run's checkpoints and metrics were set aside (*%s)", suffix)
+
+
 @contextlib.contextmanager
 def claim(cfg, graph, workdir: str):
     """Hold ``checkpoint.dir`` for a training run of ``graph``; yields a :class:`Claim`.
@@ -100,6 +116,8 @@ def claim(cfg, graph, workdir: str):
         raise ConfigError(f"checkpoint.dir={ckpt_dir}: cannot write there ({e.strerror or e}); give checkpoint.dir "
                           "a directory you can write to") from None
     with held:
+        if cfg.sweep.rerun_finished and read_json(metrics_path(workdir)).get("status") == "finished":
+            _set_aside(workdir, ckpt_dir)
         clean_leftovers(ckpt_dir)
         if cfg.checkpoint.restore_step is not None:
             _restore_step(ckpt_dir, cfg.checkpoint.restore_step)

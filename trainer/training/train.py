@@ -56,8 +56,6 @@ def train(cfg, workdir: str, cluster=None) -> Dict:
       Preempted: stopped by a signal after saving a checkpoint.
     """
     started = time.time()
-    if cfg.sweep.rerun_finished and read_json(metrics_path(workdir)).get("status") == "finished":
-        set_aside(workdir, cfg.checkpoint.dir)
     timings = {"tensorflow_import": import_secs()}
     set_determinism(cfg.train.deterministic)
     device = resolve_device(cfg.device)
@@ -140,17 +138,6 @@ def _last_step(ckpt_dir: str, default):
         return latest_step(ckpt_dir)
     except Exception:
         return default
-
-
-def set_aside(workdir: str, ckpt_dir: str) -> None:
-    """sweep.rerun_finished: keep the finished run's files under a dated name and start afresh."""
-    suffix = time.strftime(".replaced-%Y%m%d-%H%M%S")
-    while os.path.exists(ckpt_dir + suffix):
-        suffix += "-1"
-    for path in (ckpt_dir, metrics_path(workdir), os.path.join(workdir, "metrics.jsonl")):
-        if os.path.exists(path):
-            os.replace(path, path + suffix)
-    log.info("sweep.rerun_finished: the finished run's checkpoints and metrics were set aside (*%s)", suffix)
 
 
 @dataclass
