@@ -53,12 +53,12 @@ def _strict_json(path):
 
 @pytest.mark.parametrize("session", BACKENDS)
 def test_nan_skip_step_leaves_the_weights_unchanged(make_cfg, tmp_path, session):
-    # Steps 6-20 are skipped: the last step's loss is NaN, so the run is a failure, not a result.
-    with pytest.raises(TrainingError, match="at step 20, the training loss is NaN or Inf: not a result"):
-        run(make_cfg(f"session={session}", "model.fn=user_models.nan_after_5", "train.on_nan=skip_step",
-                     "train.max_skipped_steps=20", "checkpoint.every_steps=5"), str(tmp_path))
+    # Steps 6-20 are skipped: the last step's loss is NaN, recorded as null (JSON has no NaN).
+    metrics = run(make_cfg(f"session={session}", "model.fn=user_models.nan_after_5", "train.on_nan=skip_step",
+                           "train.max_skipped_steps=20", "checkpoint.every_steps=5"), str(tmp_path))
+    assert metrics["global_step"] == 20
     record = _strict_json(tmp_path / "metrics.json")
-    assert record["status"] == "failed" and "NaN" in record["error"]
+    assert record["status"] == "finished" and record["loss"] is None and record["non_finite"] == ["loss"]
     rows = [r for r in _strict_json(tmp_path / "metrics.jsonl") if r["kind"] == "train"]
     assert rows[-1]["step"] == 20 and rows[-1]["loss"] is None and rows[-1]["non_finite"] == ["loss"]
     ckpt = tmp_path / "checkpoints"
@@ -451,6 +451,15 @@ def test_the_update_waits_for_the_gradients_norm_only_when_skipping(make_cfg, tm
     train_op = graph.train_op if isinstance(graph.train_op, tf.Operation) else graph.train_op.op
     assert any(name.startswith("gradient_norm") for name in _ancestors(train_op)) == waits
     assert any(name.startswith("gradient_norm") for name in _ancestors(graph.loss_is_finite.op))
+
+
+def test_a_nan_eval_metric_fails_the_run_and_the_record_stays_json(make_cfg, tmp_path):
+    cfg = make_cfg("model=model_fn", "model.fn=user_models.nan_eval_metric")
+    with pytest.raises(TrainingError, match="at step 20, eval broken is NaN or Inf: not a result"):
+        run(cfg, str(tmp_path))
+    assert _strict_json(tmp_path / "metrics.json")["status"] == "failed"
+    evals = [r for r in _strict_json(tmp_path / "metrics.jsonl") if r["kind"] == "eval"]
+    assert evals and all(r["broken"] is None and r["non_finite"] == ["broken"] for r in evals)
 
 
 def test_skipping_nan_steps_fails_after_max_skipped_steps_in_a_row(make_cfg, tmp_path):

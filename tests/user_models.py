@@ -168,3 +168,13 @@ def keras_in_model_fn(features, labels, mode, params):
     logits = model(features["x"], training=mode == "train")
     loss = tf1.losses.sparse_softmax_cross_entropy(labels, logits)
     return EstimatorSpec(mode=mode, loss=loss, predictions={"classes": tf.argmax(logits, 1)})
+
+
+def nan_eval_metric(features, labels, mode):
+    """An MLP that trains normally but reports a NaN eval metric."""
+    logits = tf1.layers.dense(tf1.layers.flatten(features["x"]), 10)
+    spec = classifier_spec(logits, labels, mode)
+    if mode != "eval":
+        return spec
+    metrics = dict(spec.eval_metric_ops, broken=tf1.metrics.mean(tf.constant(float("nan"))))
+    return spec._replace(eval_metric_ops=metrics)

@@ -99,12 +99,13 @@ def chief_record(run, start_step: int, metrics, stats, preemption) -> Dict:
 
 
 def _check_finite(loss, evals: Dict, step: int) -> None:
-    """A run whose final training loss or eval metric is NaN or infinite has not finished: it fails
-    (``train.on_nan=skip_step`` can reach the last step with every update skipped but one)."""
-    bad = [f"eval {k}" for k, v in sorted(evals.items()) if isinstance(v, float) and not math.isfinite(v)]
-    if isinstance(loss, float) and not math.isfinite(loss):
-        bad.insert(0, "the training loss")
+    """A run whose final eval metric is NaN or infinite has no result: it fails. A NaN final training
+    loss (the last step skipped by ``train.on_nan=skip_step``, or stopped by a user's NaN hook) is
+    recorded as null under ``non_finite`` and warned about: the weights are those of the last good step."""
+    bad = [k for k, v in sorted(evals.items()) if isinstance(v, float) and not math.isfinite(v)]
     if bad:
-        raise TrainingError(f"at step {step}, {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} NaN or Inf: not a "
-                            "result; lower optimizer.learning_rate or check the input, and restart from an earlier "
-                            "checkpoint (checkpoint.restore_step=N)")
+        raise TrainingError(f"at step {step}, eval {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} NaN or Inf: "
+                            "not a result; lower optimizer.learning_rate or check the input, and restart from an "
+                            "earlier checkpoint (checkpoint.restore_step=N)")
+    if isinstance(loss, float) and not math.isfinite(loss):
+        log.warning("step %d: the last training loss is NaN or Inf (recorded as null in metrics.json)", step)
