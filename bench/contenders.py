@@ -22,13 +22,13 @@ def _arrays(examples):
 
 def hand_loop(args):
     """The runner's own graph (model, input pipeline, train op) driven by ``while True: sess.run(train_op)``."""
-    import trainer  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
     from hydra import compose, initialize_config_module
 
     from trainer.cli.paths import register_resolvers
     from trainer.config.schema import register_configs
-    from trainer.session.environment import import_tensorflow
+    from trainer.process import import_tensorflow, set_environment
 
+    set_environment()  # as the command does, before TensorFlow is imported
     tf = import_tensorflow()
     from trainer.model.graph import build_graph
     from trainer.session.device import session_config
@@ -77,7 +77,7 @@ def _keras_mlp(keras):
 def keras_fit(args, legacy: bool):
     """The same model with Model.fit: tf_keras (``legacy``) or Keras 3 on the TensorFlow backend."""
     os.environ["TF_USE_LEGACY_KERAS"] = "1" if legacy else "0"
-    # The kernels the runner runs with (importing trainer sets this): the comparison is of the loops.
+    # The kernels the runner runs with (trainer.process.set_environment): the comparison is of the loops.
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if legacy:
@@ -113,9 +113,9 @@ def keras_fit(args, legacy: bool):
 
 def input_pipeline(args):
     """The training input pipeline alone: examples/s with no model."""
-    import trainer  # noqa: F401
-    from trainer.session.environment import import_tensorflow
+    from trainer.process import import_tensorflow, set_environment
 
+    set_environment()  # as the command does, before TensorFlow is imported
     tf = import_tensorflow()
     from trainer.data.pipelines import make_pipeline
 

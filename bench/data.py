@@ -19,8 +19,10 @@ import time
 
 import numpy as np
 
-import trainer  # noqa: F401  (TF_USE_LEGACY_KERAS, quiet TensorFlow)
-import tensorflow as tf
+import trainer.process
+
+trainer.process.set_environment()  # a benchmark script: as the command does, before TensorFlow
+import tensorflow as tf  # noqa: E402
 from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 

@@ -74,6 +74,7 @@ def _bare(tf, graph):
 def _runner(tf, session, args, workdir, stack):
     """The runner's session over its graph with the default hooks, as ``train`` opens it."""
     from trainer.hooks.assembly import RunParts, make_training_hooks, make_user_hooks
+    from trainer.training.roles import SingleProcess
     from trainer.hooks.evaluation import SharedEvaluation
     from trainer.records import MetricsLog
     from trainer.session.device import session_config
@@ -86,7 +87,7 @@ def _runner(tf, session, args, workdir, stack):
     stack.enter_context(graph.graph.as_default())
     parts = RunParts(MetricsLog(os.path.join(workdir, "metrics.jsonl")), PreemptionHandler(),
                      SharedEvaluation(graph.evaluation))
-    hooks = make_training_hooks(cfg, graph, make_user_hooks(cfg), parts)
+    hooks = make_training_hooks(cfg, graph, make_user_hooks(cfg), parts, SingleProcess())
     sess = stack.enter_context(open_session(session, graph.scaffold, hooks.every, hooks.chief,
                                             cfg.checkpoint.dir, session_config(cfg.device, "cpu")))
     return graph, lambda: sess.run(graph.train_op)
@@ -117,8 +118,9 @@ def _contenders(tf, args, workdir, stack):
 
 
 def measure(args) -> dict:
-    from trainer.session.environment import import_tensorflow
+    from trainer.process import import_tensorflow, set_environment
 
+    set_environment()  # as the command does, before TensorFlow is imported
     tf = import_tensorflow()
     workdir = tempfile.mkdtemp(prefix="graph-cost-")
     try:

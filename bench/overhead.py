@@ -37,12 +37,14 @@ def _config(model: str, batch: int, examples: int, session: str, output_dir: str
 
 
 def _measure_in(workdir: str, session: str, args) -> dict:
-    from trainer.session.environment import import_tensorflow
+    from trainer.process import import_tensorflow, set_environment
 
+    set_environment()  # as the command does, before TensorFlow is imported
     tf = import_tensorflow()  # first, quietly: the modules below import TensorFlow too
     from trainer.config.rules import prepare
     from trainer.data.sources import load_arrays
     from trainer.hooks.assembly import RunParts, make_training_hooks, make_user_hooks
+    from trainer.training.roles import SingleProcess
     from trainer.hooks.evaluation import SharedEvaluation
     from trainer.model.graph import build_graph
     from trainer.records import MetricsLog
@@ -55,7 +57,7 @@ def _measure_in(workdir: str, session: str, args) -> dict:
     metrics = MetricsLog(os.path.join(workdir, "metrics.jsonl"))
     with graph.graph.as_default():
         parts = RunParts(metrics, PreemptionHandler(), SharedEvaluation(graph.evaluation))
-        hooks = make_training_hooks(cfg, graph, make_user_hooks(cfg), parts)
+        hooks = make_training_hooks(cfg, graph, make_user_hooks(cfg), parts, SingleProcess())
         with open_session(session, graph.scaffold, hooks.every, hooks.chief, cfg.checkpoint.dir,
                           session_config(cfg.device, "cpu")) as sess:
             raw = sess.raw_session if hasattr(sess, "raw_session") else sess._tf_sess()

@@ -10,8 +10,10 @@ import argparse
 import json
 import time
 
-import trainer  # noqa: F401  (TF_USE_LEGACY_KERAS, quiet TensorFlow)
-import tensorflow as tf
+import trainer.process
+
+trainer.process.set_environment()  # a benchmark script: as the command does, before TensorFlow
+import tensorflow as tf  # noqa: E402
 
 from trainer.data.pipelines import make_pipeline
 from trainer.data.sources import make_synthetic

@@ -5,10 +5,11 @@ import pytest
 from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 
-import trainer  # noqa: F401  (sets TF_USE_LEGACY_KERAS / TF_CPP_MIN_LOG_LEVEL before TensorFlow loads)
+import trainer.process
 from trainer.cli.paths import register_resolvers
 from trainer.config.schema import register_configs
 
+trainer.process.set_environment()  # as the command does, before any test module imports TensorFlow
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 # tests/ holds user-style modules (hooks given by _target_) that live outside the package.
 sys.path.insert(0, TESTS_DIR)

@@ -110,6 +110,30 @@ def test_resume_keeps_every_added_hook(tmp_path):
     assert "NanTensorHook" in hook_line and "LoggingTensorHook" in hook_line, hook_line
 
 
+def test_resume_checks_new_overrides_against_the_runs_own_config(tmp_path):
+    """A key that only the run's model has (the MLP's dropout) is set on resume: composed onto the
+    run's saved config, not onto the default model's."""
+    mlp = [o for o in SMALL if o != "model=linear"] + ["model=mlp", "model.params.hidden_units=[8]"]
+    first = train(tmp_path, *mlp, "train.max_steps=5", "hydra.run.dir=outputs/mlp")
+    assert first.returncode == 0, first.stderr
+    resumed = train(tmp_path, "resume=outputs/mlp", "model.params.dropout_rate=0.1", "train.max_steps=10")
+    assert resumed.returncode == 0, resumed.stderr
+    saved = (tmp_path / "outputs/mlp/.hydra/overrides.yaml").read_text()
+    assert "model.params.dropout_rate=0.1" in saved and "model=mlp" in saved
+
+
+def test_a_hook_added_to_a_run_can_be_removed_on_resume(tmp_path):
+    added = ["+hook@hooks.log=logging_tensor", "hooks.log.every_n_iter=2"]
+    assert train(tmp_path, *SMALL, *added, "train.max_steps=5").returncode == 0
+    resumed = train(tmp_path, f"resume={RUN_NAME}", "~hooks.log", "train.max_steps=10")
+    assert resumed.returncode == 0, resumed.stderr
+    hook_line = next(line for line in resumed.stdout.splitlines() if "hooks (all):" in line)
+    assert "LoggingTensorHook" not in hook_line, hook_line
+    again = train(tmp_path, f"resume={RUN_NAME}", "train.max_steps=15")  # the removal was recorded
+    assert again.returncode == 0, again.stderr
+    assert "LoggingTensorHook" not in next(line for line in again.stdout.splitlines() if "hooks (all):" in line)
+
+
 def test_missing_data_file_exit_2(tmp_path):
     proc = train(tmp_path, *SMALL, "data=mnist", f"data.path={tmp_path}/missing.npz")
     assert proc.returncode == 2
@@ -238,8 +262,9 @@ def test_held_ctrl_c_is_raised_at_release_and_an_error_goes_first():
 
 _PRELOAD = """
 import sys
-from trainer.session.environment import import_tensorflow, preload_libraries, quiet_stderr, _preloaded
+from trainer.process import import_tensorflow, preload_libraries, quiet_stderr, set_environment, _preloaded
 
+set_environment()  # as the command does first
 preload_libraries()
 print("an error while they load", file=sys.stderr)  # the command's own lines still show
 _preloaded()
@@ -269,7 +294,7 @@ _NO_EXTENSIONS_WHILE_LOADING = """
 import sys
 
 import trainer.cli as cli
-import trainer.session.environment as environment
+import trainer.process as environment
 
 
 def extension_modules():
@@ -318,7 +343,7 @@ import gc
 import sys
 
 import trainer.cli as cli
-import trainer.session.environment as environment
+import trainer.process as environment
 
 phase, collections, seen = ["command"], {"command": [], "import": [], "run": []}, {}
 import_tensorflow = environment.import_tensorflow

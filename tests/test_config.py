@@ -193,3 +193,15 @@ def test_built_in_model_params_are_typed(make_cfg):
 
     with pytest.raises(ConfigCompositionException, match="hidden_units"):
         make_cfg("model=mlp", "model.params.hidden_units=[abc]")
+
+
+def test_resume_overrides_merge_key_by_key_and_removal_cancels_an_addition(tmp_path):
+    from omegaconf import OmegaConf
+
+    from trainer.cli.resume import resume_overrides
+
+    (tmp_path / ".hydra").mkdir()
+    OmegaConf.save(OmegaConf.create(["model=mlp", "+hook@hooks.log=logging_tensor", "hooks.log.every_n_iter=2",
+                                     "train.max_steps=5"]), tmp_path / ".hydra" / "overrides.yaml")
+    merged = resume_overrides(str(tmp_path), [f"resume={tmp_path}", "~hooks.log", "train.max_steps=9", "~hooks.progress"])
+    assert merged == ["model=mlp", "train.max_steps=9", "~hooks.progress"]  # a default hook's removal stays

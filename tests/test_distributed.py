@@ -420,7 +420,8 @@ def test_the_record_ends_at_the_final_checkpoint_when_a_late_update_reached_the_
     from trainer.records import MetricsLog
     from trainer.training.loop import LoopStats
     from trainer.training.preemption import PreemptionHandler
-    from trainer.training.result import chief_record
+    from trainer.dist.task import ClusterTask
+    from trainer.training.roles import SingleProcess
 
     tf1 = tf.compat.v1
     ckpt = tmp_path / "checkpoints"
@@ -437,9 +438,9 @@ def test_the_record_ends_at_the_final_checkpoint_when_a_late_update_reached_the_
     metrics.record("eval", 301 if cluster else 300, {"accuracy": 0.9, "loss": 0.4})
     cfg = OmegaConf.create({"session": {"kind": "monitored"}, "model": {"name": "mlp"}, "data": {"name": "synthetic"},
                             "checkpoint": {"dir": str(ckpt)}, "train": {"max_steps": 300}})
-    role = types.SimpleNamespace(name="worker-0", cluster={"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"] * 2})
-    run = types.SimpleNamespace(cfg=cfg, device="cpu", timings={}, precision="fp32", objective="accuracy",
-                                cluster=types.SimpleNamespace(role=role) if cluster else None)
-    record = chief_record(run, 0, metrics, LoopStats(steps=150, train_secs=10.0), PreemptionHandler())
+    role = Role("cluster", {"ps": ("127.0.0.1:1",), "worker": ("127.0.0.1:2", "127.0.0.1:3")}, "worker", 0)
+    run = types.SimpleNamespace(cfg=cfg, device="cpu", timings={}, precision="fp32", objective="accuracy")
+    task = ClusterTask(role, "", watchdog=None) if cluster else SingleProcess()
+    record = task.record(run, 0, metrics, LoopStats(steps=150, train_secs=10.0), PreemptionHandler())
     assert (record["global_step"], record["stop_reason"], record["eval_accuracy"]) == (300, "max_steps", 0.9)
     assert record.get("eval_step") == (301 if cluster else None)

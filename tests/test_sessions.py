@@ -136,3 +136,66 @@ def test_checkpoint_keep_still_rotates_after_a_resume(make_cfg, tmp_path, kind):
         str(tmp_path))
     # The restored run's Saver knows the older checkpoints (recover_last_checkpoints): they are rotated out.
     assert ckpt_steps(tmp_path / "checkpoints") == [25, 30]
+
+
+class AbortOnce(tf1.train.SessionRunHook):
+    """Raises one AbortedError from the ``times``-th step's before_run (a preempted ps, as gRPC reports it)."""
+
+    def __init__(self, at_step=3, times=1):
+        self.at_step, self.times, self.steps, self.created, self.ended = at_step, times, 0, 0, 0
+
+    def after_create_session(self, session, coord):
+        self.created += 1
+
+    def before_run(self, run_context):
+        self.steps += 1
+        if self.steps >= self.at_step and self.times > 0:
+            self.times -= 1
+            raise tf.errors.AbortedError(None, None, "the ps was preempted")
+
+    def end(self, session):
+        self.ended += 1
+
+
+def _recovering(kind, hooks, checkpoint_dir, max_recoveries):
+    return open_session(kind, tf1.train.Scaffold(), hooks, [], checkpoint_dir, tf1.ConfigProto(),
+                        SessionOptions(stop_grace_period_secs=5, max_recoveries=max_recoveries, recovery_wait_secs=0))
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_an_aborted_step_recovers_from_the_latest_checkpoint(kind, tmp_path):
+    """Recovery: the session is made again (restored from the checkpoint, hooks' after_create_session
+    run again, no end() meanwhile) and the loop goes on."""
+    graph, train_op = _graph()
+    with graph.as_default():
+        step = tf1.train.get_global_step()
+        saver_hook = tf1.train.CheckpointSaverHook(str(tmp_path), save_steps=1)
+        abort = AbortOnce(at_step=3)
+        with _recovering(kind, [saver_hook, abort], str(tmp_path), max_recoveries=2) as sess:
+            while not sess.should_stop() and sess.run(step) < 5:
+                sess.run(train_op)
+        assert (abort.created, abort.ended) == (2, 1)
+    assert tf.train.load_variable(str(tmp_path), "global_step") == 5
+    assert tf.train.load_variable(str(tmp_path), "counter") == 5  # no step lost or run twice
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_recoveries_past_the_bound_fail_in_one_line(kind, tmp_path):
+    from trainer.errors import RecoveryLimitError
+
+    graph, train_op = _graph()
+    with graph.as_default():
+        abort = AbortOnce(at_step=1, times=10)
+        with pytest.raises(RecoveryLimitError, match="session.max_recoveries=2"):
+            with _recovering(kind, [abort], str(tmp_path), max_recoveries=2) as sess:
+                while not sess.should_stop():
+                    sess.run(train_op)
+        assert (abort.created, abort.ended) == (3, 0)  # the first session, two recoveries; no end() on an error
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_a_train_command_survives_an_aborted_step(make_cfg, tmp_path, kind):
+    """The whole run, as a user's hook raising one AbortedError showed the difference: both finish."""
+    cfg = make_cfg(f"session={kind}", "+hooks.abort._target_=user_hooks.AbortOnceHook", "session.recovery_wait_secs=0")
+    result = run(cfg, str(tmp_path / "run"))
+    assert (result["status"], result["global_step"]) == ("finished", 20)

@@ -87,3 +87,15 @@ class SlowSteps(tf1.train.SessionRunHook):
         import time
 
         time.sleep(self.secs)
+
+
+class AbortOnceHook(tf.compat.v1.train.SessionRunHook):
+    """Raises one AbortedError at the 7th step of its process, as a preempted parameter server does."""
+
+    def __init__(self):
+        self._steps = 0
+
+    def before_run(self, run_context):
+        self._steps += 1
+        if self._steps == 7:
+            raise tf.errors.AbortedError(None, None, "a parameter server was preempted")

@@ -16,20 +16,11 @@ tests all call it. The package reads top to bottom::
     config/       schemas, cross-field rules, user code by dotted path or _target_
     records.py, estimator.py, errors.py, interrupts.py
 
-Importing this package sets the environment TensorFlow reads at import time, so
-that it holds for the CLI and for the Python API alike:
-
-- ``TF_USE_LEGACY_KERAS=1``: ``tf.compat.v1.layers`` raises under Keras 3; with
-  tf-keras installed and this set, TF1 model code runs unchanged.
-- ``TF_CPP_MIN_LOG_LEVEL=2``: TensorFlow's C++ info and warning lines are off
-  unless the user set the variable (or ``log.tf_verbose=true``).
-- ``TF_ENABLE_ONEDNN_OPTS=1`` unless the user set it: TensorFlow's oneDNN CPU kernels on every
-  x86 CPU (TensorFlow turns them on by itself only on CPUs with AVX-512 VNNI, BF16 or AMX). On
-  an AVX2 CPU they ran the layers-tutorial CNN at 1.85x the speed of TensorFlow's own kernels
-  (BENCHMARKS.md); ``TF_ENABLE_ONEDNN_OPTS=0`` turns them off. ``metrics.json`` records which.
-- ``TF_XLA_FLAGS`` gains ``--tf_xla_cpu_global_jit``: ``device.xla=true`` then clusters on the
-  CPU too. TensorFlow reads the flags once, early; they change nothing for a session whose
-  ConfigProto leaves the JIT off (the default).
+Importing this package sets one variable, ``TF_USE_LEGACY_KERAS=1`` (unless set), which TensorFlow
+must see before it is imported: ``tf.compat.v1.layers`` raises under Keras 3; with tf-keras installed
+and this set, TF1 model code runs unchanged. Every other process-wide effect (the rest of
+TensorFlow's environment, excepthooks, the garbage collector) is made by ``trainer.process``, which
+the command and :func:`run` call; importing a module changes nothing.
 
 Nothing here imports TensorFlow.
 """
@@ -38,10 +29,6 @@ import os
 from typing import Dict
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-if "--tf_xla_cpu_global_jit" not in os.environ.get("TF_XLA_FLAGS", ""):
-    os.environ["TF_XLA_FLAGS"] = (os.environ.get("TF_XLA_FLAGS", "") + " --tf_xla_cpu_global_jit").strip()
 
 __all__ = ["run"]
 
@@ -65,7 +52,9 @@ def run(cfg, workdir: str) -> Dict:
     from trainer.data.ahead import loading_ahead
     from trainer.data.sources import READ_AHEAD, load_arrays
     from trainer.dist.roles import resolve_role
+    from trainer.process import set_environment
 
+    set_environment()  # before TensorFlow is imported (no effect once it is)
     workdir = os.path.abspath(workdir)
     cfg = prepare(cfg, workdir)
     role = resolve_role(cfg.distributed)
@@ -79,7 +68,7 @@ def _run(cfg, workdir: str, role) -> Dict:
     import logging
 
     from trainer.interrupts import release_ctrl_c
-    from trainer.session.environment import import_tensorflow
+    from trainer.process import import_tensorflow
 
     release_ctrl_c()  # the config is built: a Ctrl-C held since the command started ends it now
     import_tensorflow(cfg.log.tf_verbose)

@@ -1,23 +1,9 @@
 """The ``train`` command: Hydra's entry point, the checks before a job starts, run-dir names, ``resume=``."""
 
-import os
 import sys
 
 from trainer.interrupts import hold_ctrl_c
-from trainer.session.environment import hold_collector, preload_libraries
-
-
-def _interrupted(kind, value, traceback) -> None:
-    """``sys.excepthook`` of the command: a Ctrl-C outside :func:`main` (the console script's own
-    lines around the call) is one line and status 130, like one inside it."""
-    if issubclass(kind, KeyboardInterrupt):
-        print("error: interrupted", file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        os._exit(130)
-    sys.__excepthook__(kind, value, traceback)
-
-
-sys.excepthook = _interrupted
+from trainer.process import hold_collector, preload_libraries, prepare_command
 
 
 def _imports_tensorflow(argv) -> bool:
@@ -52,6 +38,7 @@ def _import_extensions() -> None:
 def main() -> None:
     """The console script: Ctrl-C at any moment once Python has started this package, even while the
     command is still importing Hydra and TensorFlow, ends it with one line and status 130."""
+    prepare_command()
     try:
         # Held while the config is built (trainer.interrupts): the import registers the schemas, and
         # OmegaConf turns a KeyboardInterrupt inside its work into other errors.

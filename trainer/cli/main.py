@@ -13,13 +13,13 @@ import hydra
 from hydra import initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.core.utils import configure_log, run_job as hydra_run_job
-from hydra.types import HydraContext, RunMode
+from hydra.types import RunMode
 
 import trainer
 from trainer.cli.paths import point_latest, register_resolvers
 from trainer.cli.preflight import checked_run_config, is_single_run, preflight
 from trainer.cli.resume import resumed_config
+from trainer.compat import hydra_run
 from trainer.config.schema import register_configs
 from trainer.errors import CheckpointError, CheckpointLockedError, ConfigError, exit_now, exit_on_error
 from trainer.interrupts import release_ctrl_c
@@ -42,7 +42,7 @@ def job_function(cfg) -> float:
     def job():
         if not cfg.resume:
             return trainer.run(cfg, hc.runtime.output_dir).get("objective_value")
-        resumed, record = resumed_config(cfg.resume, list(hc.overrides.task))
+        resumed, record = resumed_config(cfg, cfg.resume, list(hc.overrides.task))
         trains = str(resumed.mode) in ("train", "train_and_evaluate")
         try:
             result = trainer.run(resumed, hc.runtime.output_dir)
@@ -69,20 +69,11 @@ def run_single(argv) -> float:
     """One run, as ``Hydra.run`` does it, on the config :func:`checked_run_config` composed and
     checked. ``@hydra.main`` would compose twice more (once to read ``hydra.mode``, once to run),
     each about 0.3 s before the first step."""
-    from hydra._internal.callbacks import Callbacks
-
     try:
         with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3", job_name="train"):
             app = GlobalHydra.instance().hydra
             cfg = checked_run_config(app, argv)
-            configure_log(cfg.hydra.hydra_logging, cfg.hydra.verbose)
-            callbacks = Callbacks(cfg)
-            callbacks.on_run_start(config=cfg, config_name="config")
-            ret = hydra_run_job(hydra_context=HydraContext(config_loader=app.config_loader, callbacks=callbacks),
-                                task_function=job_function, config=cfg, job_dir_key="hydra.run.dir",
-                                job_subdir_key=None, configure_logging=True)
-            callbacks.on_run_end(config=cfg, config_name="config", job_return=ret)
-            return ret.return_value  # raises the job's exception, as Hydra.run does
+            return hydra_run(app, cfg, job_function)
     finally:
         release_ctrl_c(raise_pending=False)  # an error before the run began: that error is the one reported
 

@@ -20,6 +20,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 
+from trainer.cli.paths import override_key
+from trainer.cli.resume import check_resumable, resume_overrides
 from trainer.config.rules import check_writable_dir, validate
 from trainer.errors import ConfigError, fail, full_errors
 
@@ -59,29 +61,6 @@ def one_line(exc: BaseException) -> str:
     if "not in" in text and "Key" in text:
         text += " (check the spelling: train --cfg job lists every key; add a new key with +key=value)"
     return text
-
-
-def check_resumable(run_dir: str) -> None:
-    """``resume=`` names a run dir the train command made.
-
-    Raises:
-      ConfigError: it does not exist, is not a dir, or has no ``.hydra/overrides.yaml``.
-    """
-    saved = os.path.join(run_dir, ".hydra", "overrides.yaml")
-    if not os.path.isdir(run_dir):
-        what = "a file, not a run dir" if os.path.exists(run_dir) else "no such directory"
-        raise ConfigError(f"resume={run_dir}: {what}; give a run dir the train command made (e.g. outputs/NAME)")
-    if not os.path.isfile(saved):
-        raise ConfigError(f"resume={run_dir}: not a run dir (no {saved}); give a run dir the train command made "
-                          "(e.g. outputs/NAME)")
-    try:
-        loaded = OmegaConf.load(saved)
-    except Exception as e:
-        raise ConfigError(f"resume={run_dir}: {saved} does not parse ({type(e).__name__}); restore it, or start "
-                          "the run again with its overrides") from None
-    if not isinstance(loaded, ListConfig) or not all(isinstance(o, str) for o in loaded):
-        raise ConfigError(f"resume={run_dir}: {saved} is not a list of overrides; restore it, or start the run "
-                          "again with its overrides")
 
 
 _MULTIRUN = {"-m", "--multirun"}
@@ -172,14 +151,35 @@ def _exit_2_in_one_line():
         fail(one_line(e), ConfigError.exit_code)
 
 
+def _resumed_argv(argv: List[str]) -> List[str]:
+    """``argv`` of a ``resume=RUN_DIR`` command as the run is composed: the run dir's saved overrides
+    merged with these (``trainer.cli.resume.resume_overrides``), then ``resume=`` and Hydra's own."""
+    task = _task_overrides(argv)
+    resume = [o.split("=", 1)[1] for o in task if override_key(o) == "resume"]
+    if not resume or not resume[-1]:
+        return argv
+    return [*resume_overrides(resume[-1], task), f"resume={resume[-1]}", *[a for a in argv if a not in task]]
+
+
+def _check_resumed(cfg) -> None:
+    try:
+        validate(cfg)  # composed from the run's own overrides: checked as a new run is
+    except InterpolationResolutionError:
+        pass
+
+
 def checked_run_config(hydra_app, argv: List[str]) -> DictConfig:
     """A single run's whole config, ``hydra`` node included, composed as ``Hydra.run`` composes it
-    and checked; exit 2 with one line if it is wrong. The job then runs on this very config."""
+    and checked; exit 2 with one line if it is wrong. The job then runs on this very config
+    (a resumed run's: composed once, from the saved and the new overrides)."""
     with _exit_2_in_one_line():
         _check_output_dir(argv, _task_overrides(argv), False)
+        argv = _resumed_argv(argv)
         # hydra.mode=RUN: the override @hydra.main adds when the config leaves the mode unset.
         cfg = hydra_app.compose_config("config", overrides=[*argv, "hydra.mode=RUN"], run_mode=RunMode.RUN)
         _check(cfg)
+        if cfg.resume:
+            _check_resumed(cfg)
         return cfg
 
 
@@ -193,6 +193,9 @@ def preflight(argv: List[str], config_module: str) -> None:
     overrides = _task_overrides(flags)
     try:
         with _exit_2_in_one_line():
+            if any(override_key(o) == "resume" for o in overrides):
+                raise ConfigError("resume= continues one run, composed from the run dir's saved overrides; run it "
+                                  "without -m and hydra.mode= (a sweep's jobs resume by running the sweep again)")
             _check_output_dir(flags, overrides, multirun)
             variants = sweep_variants(overrides) if multirun else [overrides]
             with initialize_config_module(config_module=config_module, version_base="1.3"):

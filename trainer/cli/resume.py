@@ -1,14 +1,14 @@
 """``resume=RUN_DIR``: the config a run dir was made with, plus this command's overrides."""
 
+import copy
 import os
 from typing import Callable, List, Tuple
 
-from hydra import compose
-from omegaconf import OmegaConf
+from omegaconf import ListConfig, OmegaConf
 
 from trainer.cli.paths import override_key
-from trainer.cli.preflight import check_resumable
 from trainer.config.rules import validate
+from trainer.errors import ConfigError
 
 
 def override_target(override: str) -> str:
@@ -19,32 +19,74 @@ def override_target(override: str) -> str:
     return package or group
 
 
-def resumed_config(run_dir: str, overrides: List[str], config_name: str = "config") -> Tuple[object, Callable[[], None]]:
-    """Compose the saved overrides of ``run_dir`` with ``overrides`` (which win), inside a Hydra app.
+def check_resumable(run_dir: str) -> None:
+    """``resume=`` names a run dir the train command made.
 
-    Returns:
-      (the config, a function that records it as the run dir's config). The caller records it
-      once the run was accepted (not refused), so a refused command leaves the run dir's record
-      as it was.
+    Raises:
+      ConfigError: it does not exist, is not a dir, or has no ``.hydra/overrides.yaml``.
+    """
+    saved = os.path.join(run_dir, ".hydra", "overrides.yaml")
+    if not os.path.isdir(run_dir):
+        what = "a file, not a run dir" if os.path.exists(run_dir) else "no such directory"
+        raise ConfigError(f"resume={run_dir}: {what}; give a run dir the train command made (e.g. outputs/NAME)")
+    if not os.path.isfile(saved):
+        raise ConfigError(f"resume={run_dir}: not a run dir (no {saved}); give a run dir the train command made "
+                          "(e.g. outputs/NAME)")
+    try:
+        loaded = OmegaConf.load(saved)
+    except Exception as e:
+        raise ConfigError(f"resume={run_dir}: {saved} does not parse ({type(e).__name__}); restore it, or start "
+                          "the run again with its overrides") from None
+    if not isinstance(loaded, ListConfig) or not all(isinstance(o, str) for o in loaded):
+        raise ConfigError(f"resume={run_dir}: {saved} is not a list of overrides; restore it, or start the run "
+                          "again with its overrides")
+
+
+def resume_overrides(run_dir: str, overrides: List[str]) -> List[str]:
+    """The overrides a resumed run is composed from: ``run_dir``'s saved ones, then ``overrides``
+    (``resume=`` itself left out), which win key by key. ``~KEY`` drops what the saved overrides set
+    at or under KEY; when they had added KEY (``+hook@hooks.log=...``), the node never existed in the
+    config and ``~KEY`` goes too (Hydra cannot delete what is not there).
 
     Raises:
       ConfigError: ``run_dir`` is not a run dir of this runner.
     """
     check_resumable(run_dir)
-    saved = os.path.join(run_dir, ".hydra", "overrides.yaml")
     merged = {}
-    for o in list(OmegaConf.load(saved)) + list(overrides):
-        if override_key(o) != "resume":
-            merged[override_target(o)] = o
-    merged = list(merged.values())
-    cfg = compose(config_name, overrides=merged)
+    for o in list(OmegaConf.load(os.path.join(run_dir, ".hydra", "overrides.yaml"))) + list(overrides):
+        if override_key(o) == "resume":
+            continue
+        target = override_target(o)
+        if o.startswith("~"):
+            dropped = [t for t in merged if t == target or t.startswith(target + ".")]
+            added = any(t == target and merged[t].startswith("+") for t in dropped)
+            for t in dropped:
+                del merged[t]
+            if added:
+                continue
+        merged.pop(target, None)  # re-inserted last: overrides apply in the order given
+        merged[target] = o
+    return list(merged.values())
+
+
+def resumed_config(cfg, run_dir: str, overrides: List[str]) -> Tuple[object, Callable[[], None]]:
+    """``cfg``, composed from :func:`resume_overrides` (``trainer.cli.preflight.checked_run_config``),
+    as the run continues it: its checkpoint dir the run dir's own unless set, the whole config checked.
+
+    Returns:
+      (the config, a function that records it as the run dir's config). The caller records it
+      once the run was accepted (not refused), so a refused command leaves the run dir's record
+      as it was.
+    """
+    merged = [o for o in overrides if override_key(o) != "resume"]
+    cfg = copy.deepcopy(cfg)
     if cfg.checkpoint.dir is None:
         cfg.checkpoint.dir = os.path.join(run_dir, "checkpoints")
     validate(cfg)
 
     def record() -> None:
         """The run dir's record now describes this run: the next resume starts from it."""
-        OmegaConf.save(OmegaConf.create(merged), saved)
+        OmegaConf.save(OmegaConf.create(merged), os.path.join(run_dir, ".hydra", "overrides.yaml"))
         OmegaConf.save(cfg, os.path.join(run_dir, ".hydra", "config.yaml"))
 
     return cfg, record

@@ -13,7 +13,7 @@ import tensorflow as tf
 from trainer.dist.roles import Role, port_in_use, unreachable
 from trainer.dist.watchdog import Watchdog
 from trainer.errors import ClusterError, PortInUseError
-from trainer.session.environment import quiet_stderr
+from trainer.process import quiet_stderr
 
 tf1 = tf.compat.v1
 log = logging.getLogger("trainer")

@@ -4,28 +4,35 @@
   (a token in a queue hosted on each ps), then returns.
 - chief / worker: start their ``Server``, build the graph under ``replica_device_setter``
   (variables on the ps tasks) and train with ``master=server.target``; then put their done
-  token on every ps. What differs from one process reaches the training run through the
-  :class:`ClusterContext`: its placement, hooks, session options and end-of-loop action.
+  token on every ps. What differs from one process is the :class:`ClusterTask`, the cluster's
+  implementation of the training run's role (``trainer.training.roles``).
 - evaluator: ``trainer.dist.evaluator``.
 
 Every task runs a ``Watchdog`` (``trainer.dist.watchdog``).
 """
 
+import contextlib
 import logging
 import os
-import threading
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional
 
 import tensorflow as tf
 
+from trainer.checkpoints.guard import Claim, claim as claim_dir
+from trainer.checkpoints.intact import latest_step
+from trainer.compat import keep_session_open
 from trainer.dist.evaluator import evaluate_continuously
 from trainer.dist.roles import Role
 from trainer.dist.server import serve_ps, signal_done, start_server
 from trainer.dist.watchdog import Watchdog, WatchdogHook
 from trainer.errors import ClusterError
 from trainer.model.graph import Placement
+from trainer.process import ignore_cancelled_queue_runners
+from trainer.hooks.evaluation import objective_metric
 from trainer.records import write_json
+from trainer.training.result import chief_record, final_step, worker_record
+from trainer.training.roles import own_dir, report_chief
 from trainer.training.train import train
 
 tf1 = tf.compat.v1
@@ -33,8 +40,9 @@ log = logging.getLogger("trainer")
 
 
 @dataclass
-class ClusterContext:
-    """What a training run needs to be one task of a cluster."""
+class ClusterTask:
+    """One training task of a cluster (the chief or a worker), as the training run's role
+    (``trainer.training.roles`` lists the interface)."""
 
     role: Role
     target: str  # the master: this task's own server
@@ -49,12 +57,63 @@ class ClusterContext:
     def __post_init__(self):
         self.hooks = [WatchdogHook(self.watchdog, self.progress_timeout_secs)]
 
-    def device_filters(self) -> List[str]:
-        """Sessions see the ps tasks and this task only: a restarting worker does not stall the others."""
-        return ["/job:ps", self.role.device()]
+    @property
+    def is_chief(self) -> bool:
+        return self.role.is_chief
 
-    def placement(self, device: str) -> Placement:
-        """Variables round-robin on the ps tasks, every other op on this task (its GPU when ``device`` is gpu)."""
+    @property
+    def name(self) -> str:
+        return self.role.name
+
+    @property
+    def cluster_role(self) -> Role:
+        return self.role
+
+    def session_config(self, config):
+        """Sessions see the ps tasks and this task only: a restarting worker does not stall the others."""
+        config.device_filters.extend(["/job:ps", self.role.device()])
+        return config
+
+    def objective(self, name: str, evaluation) -> str:
+        """Checked where it is evaluated: by the chief."""
+        return objective_metric(name, evaluation.metric_names()) if self.is_chief else name
+
+    def claim(self, cfg, graph, workdir: str):
+        """The chief holds the checkpoint dir, and goes on even when the run has finished (its workers
+        wait for it to restore); a worker never touches it."""
+        return _going_on(claim_dir(cfg, graph, workdir)) if self.is_chief else own_dir(workdir)
+
+    def checkpoint_dir(self, cfg) -> Optional[str]:
+        return cfg.checkpoint.dir if self.is_chief else None
+
+    @staticmethod
+    def fetches(graph):
+        return [graph.train_op, graph.step_before]  # the step before: the worker's record counts from it
+
+    def record(self, run, start_step, metrics, stats, preemption) -> Dict:
+        if not self.is_chief:
+            return worker_record(run, self.role, stats, preemption)
+        step, later_eval = final_step(metrics, start_step), {}
+        # Another worker's last update can land between the final checkpoint and the final evaluation
+        # (asynchronous replicas): the run ends at the checkpoint's step, which a restart continues
+        # from; the evaluation's own step is kept beside it.
+        saved = latest_step(run.cfg.checkpoint.dir)
+        if saved is not None and saved < step:
+            later_eval, step = {"eval_step": int(step)}, saved
+        extra = dict(role=self.role.name, local_steps=stats.steps,
+                     cluster={job: list(a) for job, a in self.role.cluster.items()}, **later_eval)
+        return chief_record(run, start_step, metrics, stats, preemption, step, extra)
+
+    def report(self, result: Dict, workdir: str) -> None:
+        if self.is_chief:
+            report_chief(result, workdir)
+        else:
+            log.info("%s: done after %d steps of its own (global step %s); metrics in %s", self.role.name,
+                     result["local_steps"], result["global_step"], os.path.join(workdir, "metrics.json"))
+
+    def placement(self, device: str, replicas: int, precision: str) -> Placement:
+        """Variables round-robin on the ps tasks, every other op on this task (its GPU when ``device`` is
+        gpu); ``replicas`` (one process's towers) is refused for a cluster by the config's checks."""
         worker_device = self.role.device() + ("/device:GPU:0" if device == "gpu" else "/device:CPU:0")
         setter = tf1.train.replica_device_setter(
             ps_tasks=len(self.role.cluster["ps"]), worker_device=worker_device,
@@ -62,7 +121,7 @@ class ClusterContext:
         replicas = self.role.num_replicas
         sync = (self.replicas_to_aggregate or replicas, replicas) if self.sync_replicas else None
         return Placement(device_fn=setter, local_device=worker_device, replicas=(replicas, self.role.replica_index),
-                         sync=sync)
+                         sync=sync, loss_scale=precision == "fp16")
 
     def session_options(self, options, graph):
         """``options`` for this task: its master, the worker's wait for the chief."""
@@ -71,7 +130,7 @@ class ClusterContext:
         if graph.sync_optimizer is not None and self.role.is_chief:
             # SyncReplicasOptimizer's chief queue runner stays blocked for gradients that no longer
             # come: closing the session cancels it, so waiting the whole grace period is pointless.
-            _ignore_cancelled_queue_runners()
+            ignore_cancelled_queue_runners()
             options = replace(options, stop_grace_period_secs=min(options.stop_grace_period_secs, 3))
         return options
 
@@ -95,26 +154,14 @@ class ClusterContext:
         """At the normal end, hooks' ``end()`` still runs (final checkpoint and evaluation), but the gRPC
         session is not closed: the process ends right after, and closing blocked on the ps for 5 to
         46 s at the end of cluster runs here (cause not found in TensorFlow)."""
-        raw = sess._tf_sess() if hasattr(sess, "_tf_sess") else None
-        if raw is not None:
-            raw.close = lambda: None
+        keep_session_open(sess)
 
 
-def _ignore_cancelled_queue_runners() -> None:
-    """Queue-runner threads cancelled by a session's close end silently instead of printing a traceback
-    (they may wake after the session is gone, so this stays for the process)."""
-    previous = threading.excepthook
-    if getattr(previous, "ignores_cancelled_queue_runners", False):
-        return
-
-    def hook(args):
-        if issubclass(args.exc_type, tf.errors.CancelledError) and args.thread is not None \
-                and args.thread.name.startswith("QueueRunnerThread-"):
-            return
-        previous(args)
-
-    hook.ignores_cancelled_queue_runners = True
-    threading.excepthook = hook
+@contextlib.contextmanager
+def _going_on(claiming):
+    """``claiming`` (a claim of the checkpoint dir) with a finished run's record dropped."""
+    with claiming as claimed:
+        yield Claim(claimed.start_step, None)
 
 
 def task_dir(workdir: str, role: Role) -> str:
@@ -141,9 +188,9 @@ def run_task(cfg, workdir: str, role: Role) -> Dict:
             result = serve_ps(role, server, dist.progress_timeout_secs)
             write_json(os.path.join(here, "metrics.json"), result)
             return result
-        context = ClusterContext(role, server.target, watchdog, dist.sync_replicas, dist.replicas_to_aggregate,
-                                 dist.max_wait_secs, dist.ready_poll_secs, dist.progress_timeout_secs)
-        result = train(cfg, here, cluster=context)
+        task = ClusterTask(role, server.target, watchdog, dist.sync_replicas, dist.replicas_to_aggregate,
+                           dist.max_wait_secs, dist.ready_poll_secs, dist.progress_timeout_secs)
+        result = train(cfg, here, role=task)
         if result.get("status") == "finished":
             signal_done(role, server.target, watchdog, dist.max_wait_secs)
         return result

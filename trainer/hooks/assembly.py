@@ -98,17 +98,17 @@ def _checkpoint_saver(cfg, graph, listeners, alongside=None):
                                saver=graph.saver, listeners=listeners, alongside=alongside)
 
 
-def make_training_hooks(cfg, graph, user: UserHooks, parts: RunParts, cluster=None) -> TrainingHooks:
-    """The hooks of a training run. ``cluster`` (a ``trainer.dist.task.ClusterContext``) adds its
-    own hooks and tells whether this task is the chief."""
-    is_chief = cluster is None or cluster.role.is_chief
+def make_training_hooks(cfg, graph, user: UserHooks, parts: RunParts, role) -> TrainingHooks:
+    """The hooks of a training run. ``role`` (``trainer.training.roles``) adds its own hooks and
+    tells whether this task is the chief."""
+    is_chief = role.is_chief
     metrics, preemption = parts.metrics, parts.preemption
     eval_dir = os.path.join(cfg.checkpoint.dir, "eval")
     if is_chief:  # before the hooks below, which look their writers up by dir
         # The checkpoint dir's graph and meta graph: the CheckpointSaverHook's thread writes them.
         open_event_writers({cfg.checkpoint.dir: None, eval_dir: graph.graph})
     input_init = InputInitHook(graph.train_input, graph.global_step)
-    every = [*(cluster.hooks if cluster is not None else []), input_init, PreemptionHook(preemption)]
+    every = [*role.hooks, input_init, PreemptionHook(preemption)]
     if cfg.train.max_steps:
         every.insert(-1, StopAtLastStepHook(graph.step_after, cfg.train.max_steps))
     eval_hook = EvalHook(graph, parts.evaluation, cfg.eval.every_steps, metrics,

@@ -11,9 +11,8 @@ from typing import Callable, Dict, Optional
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.python.framework import meta_graph
-from tensorflow.python.training import training_util
 
+from trainer.compat import SaverHookInternals, cache_file_writer, meta_graph_def
 from trainer.errors import NanLossError, TrainingError
 from trainer.hooks.cadence import StepCadence
 from trainer.model.names import NAMED_TENSOR_PREFIX
@@ -71,36 +70,37 @@ class CheckpointSaverHook(tf1.train.CheckpointSaverHook):
     def __init__(self, *args, alongside: Optional[Callable] = None, **kwargs):
         super().__init__(*args, **kwargs)
         self._alongside = alongside
+        self._internals = SaverHookInternals(self)
 
     def after_create_session(self, session, coord):
         # The variable, as the other hooks read it: TensorFlow's ``global_step + 0`` here would be
         # one more executor for the session to build (0.02-0.03 s) before the first step.
         global_step = int(session.run(tf1.train.get_global_step()))
-        saver = self._get_saver()
+        saver = self._internals.saver()
         self._graph_files = threading.Thread(target=self._write_graph_files, name="graph-files",
                                              args=(tf1.get_default_graph(), saver.saver_def if saver else None))
         self._graph_files.start()
         with _alongside(self._alongside, session):
             if not self._newest_is(global_step):
-                self._save(session, global_step)
-        self._timer.update_last_triggered_step(global_step)
+                self._internals.save(session, global_step)
+        self._internals.mark_triggered(global_step)
 
     def _newest_is(self, step: int) -> bool:
         """The dir's newest checkpoint (its state file's) is this run's own of ``step``."""
-        newest = tf.train.latest_checkpoint(self._checkpoint_dir)
-        return newest is not None and os.path.basename(newest) == f"{os.path.basename(self._save_path)}-{step}"
+        newest = tf.train.latest_checkpoint(self._internals.checkpoint_dir)
+        return newest is not None and os.path.basename(newest) == f"{os.path.basename(self._internals.save_path)}-{step}"
 
     def _write_graph_files(self, graph, saver_def) -> None:
         try:
             with graph.as_default():  # the default graph is per thread
-                if self._save_graph_def:
-                    training_util.write_graph(graph.as_graph_def(add_shapes=True), self._checkpoint_dir, "graph.pbtxt")
-                meta_graph_def = meta_graph.create_meta_graph_def(graph_def=graph.as_graph_def(add_shapes=True),
-                                                                  saver_def=saver_def)
-                self._summary_writer.add_graph(graph)
-                self._summary_writer.add_meta_graph(meta_graph_def)
+                graph_def = graph.as_graph_def(add_shapes=True)
+                if self._internals.writes_graph_def:
+                    tf1.train.write_graph(graph_def, self._internals.checkpoint_dir, "graph.pbtxt")
+                writer = self._internals.summary_writer
+                writer.add_graph(graph)
+                writer.add_meta_graph(meta_graph_def(graph_def, saver_def))
         except Exception as e:  # the run goes on without them; TensorBoard then shows no graph
-            log.warning("could not write the graph files to %s: %s", self._checkpoint_dir, e)
+            log.warning("could not write the graph files to %s: %s", self._internals.checkpoint_dir, e)
 
     def wait_for_graph_files(self) -> None:
         if self._graph_files is not None:
@@ -275,12 +275,9 @@ def open_event_writers(graphs: Dict[str, Optional[object]]) -> None:
     second and the process id, so names stay distinct and sort in the order they were opened (the
     order TensorBoard reads them in).
     """
-    cache = tf1.summary.FileWriterCache
-    with cache._lock:
-        for logdir, graph in graphs.items():
-            if logdir not in cache._cache:
-                suffix = f".{time.time_ns() % 1_000_000_000:09d}.{os.getpid()}"
-                cache._cache[logdir] = tf1.summary.FileWriter(logdir, graph=graph, filename_suffix=suffix)
+    for logdir, graph in graphs.items():
+        cache_file_writer(logdir, lambda: tf1.summary.FileWriter(
+            logdir, graph=graph, filename_suffix=f".{time.time_ns() % 1_000_000_000:09d}.{os.getpid()}"))
 
 
 class TrainingSummaryHook(tf1.train.SessionRunHook):

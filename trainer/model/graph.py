@@ -17,6 +17,7 @@ from typing import Callable, Dict, Optional, Tuple
 
 import tensorflow as tf
 
+from trainer.compat import seed_tf_keras
 from trainer.data.pipelines import Pipeline, batch_size_of, make_eval_input, make_train_input
 from trainer.data.sources import num_classes_of
 from trainer.errors import ConfigError
@@ -103,12 +104,10 @@ def _device(name: Optional[str]):
 
 def seed_graph(seed: Optional[int]) -> None:
     """Seed the default graph and tf_keras (behind ``tf.compat.v1.layers``), which draws initializer
-    seeds from its own Python generator, not the graph seed; its set_random_seed seeds both (and
-    Python's and NumPy's)."""
+    seeds from its own Python generator, not the graph seed. Python's and NumPy's global generators
+    are the user's: left alone, as Estimator left them."""
     if seed is not None:
-        import tf_keras
-
-        tf_keras.utils.set_random_seed(int(seed))
+        seed_tf_keras(int(seed))
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from typing import List
 
 import tensorflow as tf
 
+from trainer.compat import add_control_inputs, optimizer_learning_rate
 from trainer.config.targets import instantiate, plain
 from trainer.model.names import name_tensor
 from trainer.model.schedules import SCHEDULE_KEYS, is_constant, learning_rate, peak_rate
@@ -42,7 +43,7 @@ def _snapshot_before(update_ops: List, global_step) -> List:
     reads = [value.op for _, value in before]
     for op in {_as_op(u) for u in update_ops}:
         try:
-            op._add_control_inputs(reads)  # noqa: SLF001  (TF1 graphs: order ops built by the model_fn)
+            add_control_inputs(op, reads)  # TF1 graphs: order ops the model_fn built
         except (ValueError, TypeError) as e:  # an update op inside a control-flow context
             log.warning("train.on_nan: cannot order the update op %s after the state snapshot (%s); a skipped "
                         "step may still change it", op.name, e)
@@ -51,9 +52,7 @@ def _snapshot_before(update_ops: List, global_step) -> List:
 
 def _name_learning_rate(optimizer) -> None:
     """The optimizer's learning rate as the tensor named ``learning_rate`` (TensorBoard's tag)."""
-    rate = getattr(optimizer, "_learning_rate", None)
-    if rate is None:
-        rate = getattr(optimizer, "_lr", None)  # AdamOptimizer
+    rate = optimizer_learning_rate(optimizer)
     if rate is None or callable(rate):
         return
     name_tensor("learning_rate", tf.identity(tf.cast(rate, tf.float32), name="learning_rate"))

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from trainer.config.rules import precision_refusal
 from trainer.errors import ConfigError
-from trainer.session.environment import quiet_stderr
+from trainer.process import quiet_stderr
 
 log = logging.getLogger("trainer")
 _BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")  # /proc/cpuinfo flags of CPUs with native bfloat16 arithmetic

@@ -14,6 +14,11 @@ It is built the way MonitoredSession is, point by point:
   the hook's results, ``run()`` refused once a stop was requested;
 - as ``_CoordinatedSession``: ``should_stop()`` re-raises an exception a thread reported to
   the Coordinator, and an error of ``run()`` is replaced by that root cause when there is one;
+- as ``_RecoverableSession``: an ``AbortedError`` or ``UnavailableError`` (a preempted ps or
+  worker, a gRPC failure) during a step or the session's creation closes the session without
+  the hooks' ``end()`` and creates a new one, restored from the latest checkpoint, whose hooks'
+  ``after_create_session`` run again; the recoveries are bounded by ``session.max_recoveries``
+  and paced by ``session.recovery_wait_secs`` as in the monitored backend;
 - as ``_MonitoredSession.close``: hooks' ``end()`` only on a normal stop (the end of the
   input counts as one), then the threads get ``stop_grace_period_secs`` and the session closes.
 """
@@ -22,6 +27,8 @@ import logging
 from typing import List, Optional
 
 import tensorflow as tf
+
+from trainer.session.monitored import BoundedRecoveryCreator
 
 tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
@@ -42,39 +49,74 @@ def merge_run_options(options, incoming) -> None:
     options.report_tensor_allocations_upon_oom |= incoming.report_tensor_allocations_upon_oom
 
 
+def _log_preemption(error) -> None:
+    log.warning("%s: the session will be closed and a new one created (a preempted ps or worker, or a gRPC "
+                "failure): %s", type(error).__name__, str(error).splitlines()[0] if str(error) else "")
+
+
 def _refuse_clash(feeds, more, message: str) -> None:
     clash = set(feeds) & set(more)
     if clash:
         raise RuntimeError(f"{message} Conflict(s): {list(clash)}")
 
 
+class _ChiefCreator(tf1.train.SessionCreator):
+    """``ChiefSessionCreator``'s work: restore the latest checkpoint of ``checkpoint_dir``, or initialise."""
+
+    def __init__(self, scaffold, checkpoint_dir: Optional[str], config, master: str):
+        self._scaffold, self._dir, self._config, self._master = scaffold, checkpoint_dir, config, master
+        self._manager = tf1.train.SessionManager(
+            local_init_op=scaffold.local_init_op, local_init_feed_dict=scaffold.local_init_feed_dict,
+            ready_op=scaffold.ready_op, ready_for_local_init_op=scaffold.ready_for_local_init_op,
+            graph=tf1.get_default_graph())
+
+    def create_session(self):
+        s = self._scaffold
+        return self._manager.prepare_session(self._master, saver=s.saver, checkpoint_dir=self._dir, config=self._config,
+                                             init_op=s.init_op, init_feed_dict=s.init_feed_dict, init_fn=s.init_fn)
+
+
 class PlainSession:
     """A session context manager with ``run(fetches)`` and ``should_stop()``, hooks run in order."""
 
     def __init__(self, scaffold, hooks: List, checkpoint_dir: Optional[str], config, master: str = "",
-                 stop_grace_period_secs: int = 120):
+                 stop_grace_period_secs: int = 120, max_recoveries: Optional[int] = None,
+                 recovery_wait_secs: float = 0.0, global_step=None):
         self._hooks = hooks
         self._grace = stop_grace_period_secs
         self._stop_requested = False
         for hook in hooks:
             hook.begin()
         scaffold.finalize()
-        manager = tf1.train.SessionManager(
-            local_init_op=scaffold.local_init_op, local_init_feed_dict=scaffold.local_init_feed_dict,
-            ready_op=scaffold.ready_op, ready_for_local_init_op=scaffold.ready_for_local_init_op,
-            graph=tf1.get_default_graph())
-        self._sess = manager.prepare_session(
-            master, saver=scaffold.saver, checkpoint_dir=checkpoint_dir, config=config,
-            init_op=scaffold.init_op, init_feed_dict=scaffold.init_feed_dict, init_fn=scaffold.init_fn)
-        self._coord = tf1.train.Coordinator(clean_stop_exception_types=[])
-        try:
-            if tf1.get_collection(tf1.GraphKeys.QUEUE_RUNNERS):
-                tf1.train.start_queue_runners(sess=self._sess, coord=self._coord)
-            for hook in hooks:
-                hook.after_create_session(self._sess, self._coord)
-        except BaseException:
-            self._close_session()
-            raise
+        self._creator = BoundedRecoveryCreator(_ChiefCreator(scaffold, checkpoint_dir, config, master),
+                                               max_recoveries, recovery_wait_secs, global_step)
+        self._sess = self._coord = None
+        self._open()
+
+    def _open(self) -> None:
+        """Create the session (again, after a preemption error), start its threads, run the hooks'
+        ``after_create_session``; a preemption error meanwhile starts over."""
+        while True:
+            self._sess = None
+            try:
+                self._sess = self._creator.create_session()
+                self._coord = tf1.train.Coordinator(clean_stop_exception_types=[])
+                if tf1.get_collection(tf1.GraphKeys.QUEUE_RUNNERS):
+                    tf1.train.start_queue_runners(sess=self._sess, coord=self._coord)
+                for hook in self._hooks:
+                    hook.after_create_session(self._sess, self._coord)
+                return
+            except PREEMPTION_ERRORS as e:
+                _log_preemption(e)
+                if self._sess is not None:
+                    try:
+                        self._close_session()
+                    except Exception:
+                        pass
+            except BaseException:
+                if self._sess is not None:
+                    self._close_session()
+                raise
 
     @property
     def raw_session(self):
@@ -85,9 +127,22 @@ class PlainSession:
         return self._coord.should_stop() or self._stop_requested
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        """``Session.run`` with every hook's requests; the caller's fetches come back."""
+        """``Session.run`` with every hook's requests; the caller's fetches come back. A preemption
+        error recovers (a new session) and runs the step again."""
         if self.should_stop():
             raise RuntimeError("Run called even after should_stop requested.")
+        while True:
+            try:
+                return self._coordinated_run(fetches, feed_dict, options, run_metadata)
+            except PREEMPTION_ERRORS as e:
+                _log_preemption(e)
+                try:
+                    self._close_session()
+                except Exception:  # the failed session's threads report the same error: it is being handled
+                    pass
+                self._open()
+
+    def _coordinated_run(self, fetches, feed_dict, options, run_metadata):
         try:
             return self._hooked_run(fetches, feed_dict, options, run_metadata)
         except PREEMPTION_ERRORS:

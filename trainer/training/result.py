@@ -7,10 +7,9 @@ from typing import Dict
 
 import tensorflow as tf
 
-from trainer.checkpoints.intact import latest_step
 from trainer.errors import TrainingError
 from trainer.records import eval_key
-from trainer.session.environment import onednn_enabled
+from trainer.compat import onednn_enabled
 
 log = logging.getLogger("trainer")
 
@@ -35,11 +34,11 @@ def stop_reason(max_steps, step: int, stats, preemption) -> str:
     return "hook"
 
 
-def worker_record(run, stats, preemption) -> Dict:
-    """A cluster worker other than the chief: its own steps (it never reads the eval metrics).
+def worker_record(run, role, stats, preemption) -> Dict:
+    """A cluster worker other than the chief (``role``): its own steps (it never reads the eval metrics).
 
-    ``run`` has the run's ``cfg``, ``device``, ``timings`` and ``cluster``."""
-    cfg, role, device, timings = run.cfg, run.cluster.role, run.device, run.timings
+    ``run`` has the run's ``cfg``, ``device``, ``precision`` and ``timings``."""
+    cfg, device, timings = run.cfg, run.device, run.timings
     record = {
         "status": "finished" if preemption.signum is None else "preempted", "role": role.name,
         "global_step": int(stats.last[1]) + 1 if stats.last is not None else None, "local_steps": stats.steps,
@@ -53,24 +52,20 @@ def worker_record(run, stats, preemption) -> Dict:
     return record
 
 
-def chief_record(run, start_step: int, metrics, stats, preemption) -> Dict:
-    """The run's record: its last step, training loss, eval metrics and objective.
+def final_step(metrics, start_step: int) -> int:
+    """The last step this run trained or evaluated at (``metrics``: its MetricsLog)."""
+    return max(metrics.train.get("step", start_step), metrics.eval.get("step", start_step))
 
-    ``run`` has the run's ``cfg``, ``device``, ``timings`` and ``cluster`` (None for one process).
+
+def chief_record(run, start_step: int, metrics, stats, preemption, final_step: int, extra: Dict = None) -> Dict:
+    """The run's record at ``final_step``: its training loss, eval metrics and objective (and ``extra``).
+
+    ``run`` has the run's ``cfg``, ``device``, ``precision``, ``timings`` and ``objective``.
 
     Raises:
       TrainingError: no evaluation recorded the objective (``run.objective``, checked at graph build).
     """
-    cfg, device, timings, cluster = run.cfg, run.device, run.timings, run.cluster
-    final_step = max(metrics.train.get("step", start_step), metrics.eval.get("step", start_step))
-    later_eval = {}
-    if cluster is not None:
-        # Another worker's last update can land between the final checkpoint and the final evaluation
-        # (asynchronous replicas): the run ends at the checkpoint's step, which a restart continues
-        # from; the evaluation's own step is kept beside it.
-        saved = latest_step(cfg.checkpoint.dir)
-        if saved is not None and saved < final_step:
-            later_eval, final_step = {"eval_step": int(final_step)}, saved
+    cfg, device, timings = run.cfg, run.device, run.timings
     record = {
         "global_step": int(final_step), "start_step": int(start_step), "loss": metrics.train.get("loss"),
         "steps_per_sec": (final_step - start_step) / stats.train_secs if stats.train_secs > 0 else None,
@@ -79,9 +74,7 @@ def chief_record(run, start_step: int, metrics, stats, preemption) -> Dict:
         "timings": _rounded(timings), "max_steps": cfg.train.max_steps,
         "stop_reason": stop_reason(cfg.train.max_steps, final_step, stats, preemption),
     }
-    if cluster is not None:
-        record.update(role=cluster.role.name, local_steps=stats.steps,
-                      cluster={job: list(a) for job, a in cluster.role.cluster.items()}, **later_eval)
+    record.update(extra or {})
     if preemption.signum is not None:
         latest = tf.train.latest_checkpoint(cfg.checkpoint.dir)
         message = (f"stopped by {_preemption(preemption)} at step {final_step}; checkpoint saved: {latest}; "

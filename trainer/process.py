@@ -1,9 +1,25 @@
-"""TensorFlow's process environment: its C++ libraries loaded while the config is composed, a quiet
-import (no C++ start-up lines, no deprecation spam) without the cyclic garbage collector, and op
-determinism.
+"""Everything the runner does to the process as a whole, in one place. Importing a ``trainer`` module
+changes none of it (the one exception: importing ``trainer`` sets ``TF_USE_LEGACY_KERAS=1`` unless
+set, which TensorFlow must see before it is imported for ``tf.compat.v1.layers`` to work). The
+``train`` command's ``main()`` calls :func:`prepare_command` first; :func:`trainer.run` calls
+:func:`set_environment` and :func:`import_tensorflow`. A library user who calls neither gets
+TensorFlow's defaults.
 
-Nothing here imports TensorFlow at module level: :func:`import_tensorflow` is what loads it,
-once the config has been checked.
+The effects, each documented where it is made:
+
+- environment variables TensorFlow reads at import (:func:`set_environment`);
+- ``sys.excepthook``: a Ctrl-C outside the command's ``main()`` is one line and status 130
+  (:func:`install_excepthook`);
+- ``threading.excepthook``: SyncReplicas' cancelled queue-runner threads end silently
+  (:func:`ignore_cancelled_queue_runners`, called by a cluster's chief);
+- the cyclic garbage collector held off while the command starts (:func:`hold_collector`);
+- file descriptor 2 and ``sys.stderr`` while TensorFlow's libraries load (:func:`preload_libraries`,
+  :func:`quiet_stderr`), and TensorFlow's Python logger routed into the run's log
+  (:func:`route_tensorflow_log`);
+- TensorFlow's op determinism (:func:`set_determinism`).
+
+Python's and NumPy's global random generators are never touched (``train.seed`` seeds the graph
+and tf_keras' own generator only, as Estimator seeded the graph only).
 """
 
 import atexit
@@ -16,6 +32,8 @@ import sys
 import threading
 import time
 import warnings
+
+from trainer import compat
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +56,70 @@ def _stderr_to_devnull():
 def quiet_stderr(quiet: bool = True):
     """File descriptor 2 silenced while ``quiet`` (TensorFlow's C++ logging writes there)."""
     return _stderr_to_devnull() if quiet else contextlib.nullcontext()
+
+
+def set_environment() -> None:
+    """The environment TensorFlow reads when it is imported (nothing happens to a variable the user set):
+
+    - ``TF_CPP_MIN_LOG_LEVEL=2``: TensorFlow's C++ info and warning lines are off (``log.tf_verbose=true``
+      turns them back on).
+    - ``TF_ENABLE_ONEDNN_OPTS=1``: TensorFlow's oneDNN CPU kernels on every x86 CPU (TensorFlow turns
+      them on by itself only on CPUs with AVX-512 VNNI, BF16 or AMX). On an AVX2 CPU they ran the
+      layers-tutorial CNN at 1.85x the speed of TensorFlow's own kernels (BENCHMARKS.md);
+      ``TF_ENABLE_ONEDNN_OPTS=0`` turns them off. ``metrics.json`` records which.
+    - ``TF_XLA_FLAGS`` gains ``--tf_xla_cpu_global_jit``: ``device.xla=true`` then clusters on the CPU
+      too. TensorFlow reads the flags once, early; they change nothing for a session whose
+      ConfigProto leaves the JIT off (the default).
+
+    After TensorFlow is imported these change nothing (a library user who imported it first keeps
+    TensorFlow's defaults).
+    """
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+    if "--tf_xla_cpu_global_jit" not in os.environ.get("TF_XLA_FLAGS", ""):
+        os.environ["TF_XLA_FLAGS"] = (os.environ.get("TF_XLA_FLAGS", "") + " --tf_xla_cpu_global_jit").strip()
+
+
+def _interrupted(kind, value, traceback) -> None:
+    if issubclass(kind, KeyboardInterrupt):
+        print("error: interrupted", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(130)
+    sys.__excepthook__(kind, value, traceback)
+
+
+def install_excepthook() -> None:
+    """``sys.excepthook`` of the command: a Ctrl-C outside its ``main()`` (the console script's own
+    lines around the call) is one line and status 130, like one inside it."""
+    sys.excepthook = _interrupted
+
+
+def prepare_command() -> None:
+    """What the ``train`` command does to its process before anything else."""
+    install_excepthook()
+    set_environment()
+
+
+def ignore_cancelled_queue_runners() -> None:
+    """Queue-runner threads cancelled by a session's close end silently instead of printing a traceback.
+    SyncReplicasOptimizer's chief queue runner stays blocked for gradients that no longer come, and
+    closing the session cancels it; the thread may wake after the session is gone, so this stays for
+    the process."""
+    previous = threading.excepthook
+    if getattr(previous, "ignores_cancelled_queue_runners", False):
+        return
+
+    def hook(args):
+        import tensorflow as tf
+
+        if issubclass(args.exc_type, tf.errors.CancelledError) and args.thread is not None \
+                and args.thread.name.startswith("QueueRunnerThread-"):
+            return
+        previous(args)
+
+    hook.ignores_cancelled_queue_runners = True
+    threading.excepthook = hook
 
 
 _import_secs = {}
@@ -199,20 +281,11 @@ def import_secs() -> float:
     return _import_secs.get("tensorflow", 0.0)
 
 
-def onednn_enabled() -> bool:
-    """Whether TensorFlow runs its oneDNN CPU kernels in this process (``TF_ENABLE_ONEDNN_OPTS``
-    as read at import, and the CPU)."""
-    from tensorflow.python.util import _pywrap_util_port
-
-    return bool(_pywrap_util_port.IsMklEnabled())
-
-
 def set_determinism(deterministic: bool) -> None:
     """Turn op determinism on or off for this process (a sweep may mix both)."""
     import tensorflow as tf
-    from tensorflow.python.framework import config as tf_config
 
     if deterministic:
         tf.config.experimental.enable_op_determinism()
-    elif tf_config.is_op_determinism_enabled():
-        tf_config.disable_op_determinism()
+    elif compat.op_determinism_enabled():
+        compat.disable_op_determinism()
