@@ -46,3 +46,13 @@ def make_cfg():
 
     yield _make
     GlobalHydra.instance().clear()
+
+
+_COSTLY = ("cli", "cluster", "bench", "slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The quick tier (``-m quick``, about a minute): every test without a cost marker."""
+    for item in items:
+        if not any(item.get_closest_marker(name) for name in _COSTLY):
+            item.add_marker(pytest.mark.quick)

@@ -5,6 +5,9 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.bench
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -203,6 +203,7 @@ def _npz_of(path, train_x, train_y, test_x, test_y):
     return str(path)
 
 
+@pytest.mark.slow
 def test_float_images_are_used_as_they_are_not_cast_to_uint8(make_cfg, tmp_path):
     # The same images as uint8 pixels and as floats in [0, 1]: both learn alike. (A uint8 cast
     # made the floats zeros: 0.108 accuracy, exit 0.)
@@ -332,6 +333,7 @@ def test_a_run_trains_on_the_data_read_while_tensorflow_imported(make_cfg, tmp_p
     assert result["global_step"] == 4 and result["eval_examples"] == 128
 
 
+@pytest.mark.cli
 def test_the_sources_read_ahead_import_no_tensorflow(make_cfg, tmp_path):
     """The thread that reads the data runs while the main thread imports TensorFlow: a source it reads
     must not import TensorFlow itself (two threads importing it is a module-lock deadlock, as

@@ -24,6 +24,7 @@ def _recorded(make_cfg, out, *overrides):
     return metrics, read_jsonl(out / "losses.jsonl"), weights(str(out / "checkpoints"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("session", ["plain", "monitored"])
 def test_two_towers_give_the_loss_and_weights_of_one(make_cfg, tmp_path, session):
     """replicas=2 on two logical CPUs: each tower takes half the batch, the averaged gradient is the
@@ -67,6 +68,7 @@ def _arrays(cfg):
     return load_arrays(cfg.data)
 
 
+@pytest.mark.slow
 def test_a_run_resumes_with_another_number_of_towers(make_cfg, tmp_path):
     run(make_cfg("device=cpu", "device.replicas=2", "train.max_steps=10"), str(tmp_path))
     metrics = run(make_cfg("device=cpu", "train.max_steps=20"), str(tmp_path))
@@ -117,6 +119,7 @@ def test_bf16_is_refused_where_the_rewrite_does_not_run(make_cfg, tmp_path, monk
     assert not (tmp_path / "checkpoints").exists() and not (tmp_path / "metrics.json").exists()
 
 
+@pytest.mark.slow
 @needs_bf16
 def test_bf16_trains_keeps_float32_checkpoints_and_resumes_across_precisions(make_cfg, tmp_path):
     model = ["model=mnist", "model.params.dropout_rate=0.0", "data.train_examples=256", "data.test_examples=64",
@@ -169,6 +172,7 @@ def test_fp16_loss_scaling_keeps_checkpoints_float32_and_its_state_local(make_cf
         assert sess.run(scaled.global_step) == 30 and sess.run(scaled.loss) < first
 
 
+@pytest.mark.slow
 def test_xla_compiles_the_step_and_a_run_completes(make_cfg, tmp_path):
     from trainer.model.graph import build_graph, single_process
 

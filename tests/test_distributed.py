@@ -20,6 +20,8 @@ from helpers import TRAIN, ckpt_steps as _ckpt_steps, wait_for_step
 from trainer import run as execute
 from trainer.dist.roles import Role, free_ports, probe, resolve_role
 from trainer.errors import ClusterError, ConfigError, PortInUseError
+
+pytestmark = pytest.mark.cluster
 # Steps are quick here: the work is in starting processes and in recovering.
 CLUSTER_TINY = [o for o in TINY if not o.startswith(("train.max_steps", "checkpoint.every_steps", "eval.every_steps",
                                                        "summary.every_steps"))] + [

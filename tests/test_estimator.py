@@ -27,6 +27,7 @@ def trained(make_cfg, tmp_path):
     return tmp_path, metrics
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir(FASHION), reason="apt-get install dataset-fashion-mnist")
 @pytest.mark.parametrize("session", BACKENDS)
 def test_tutorial_cnn_model_fn_trains_with_its_own_train_op(make_cfg, tmp_path, session):
@@ -93,6 +94,7 @@ def test_predict_replaces_no_file_it_was_not_told_to(make_cfg, trained, tmp_path
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
 
 
+@pytest.mark.cli
 def test_export_a_servable_saved_model(make_cfg, trained):
     run_dir, _ = trained
     result = execute(make_cfg(*CNN, "mode=export"), str(run_dir))
@@ -125,6 +127,7 @@ def test_export_outputs_name_the_signatures(make_cfg, tmp_path):
     assert set(out) == {"scores", "classes"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("session", BACKENDS)
 def test_spec_hooks_and_scaffold_are_honoured(make_cfg, tmp_path, session):
     from estimator_models import CountingHook
@@ -153,6 +156,7 @@ def test_input_fns_returning_a_dataset_or_tensors(make_cfg, tmp_path, train_fn):
     assert [e["step"] for e in evals] == [10, 20]  # the eval Dataset is re-initialised for every evaluation
 
 
+@pytest.mark.slow
 def test_input_fn_dataset_resumes_its_position(make_cfg, tmp_path):
     # A model without stateful random ops (tf.layers.dropout restarts its random state on resume).
     base = ["model=linear", *INPUT_FNS]
@@ -165,6 +169,7 @@ def test_input_fn_dataset_resumes_its_position(make_cfg, tmp_path):
         np.testing.assert_array_equal(a.get_tensor(name), b.get_tensor(name), err_msg=name)
 
 
+@pytest.mark.slow
 def test_train_and_evaluate_needs_an_eval_cadence(make_cfg, tmp_path):
     with pytest.raises(ConfigError, match="eval.every_steps"):
         execute(make_cfg(*CNN, "mode=train_and_evaluate", "eval.every_steps=0"), str(tmp_path))

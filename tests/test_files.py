@@ -88,6 +88,7 @@ def _stream(cfg, step, batches, replicas=(1, 0), key="id"):
             return np.concatenate([sess.run(p.features[key]) for _ in range(batches)])
 
 
+@pytest.mark.slow
 def test_a_resumed_tfrecord_stream_continues_the_batches_of_an_uninterrupted_one(make_cfg, records):
     cfg = make_cfg(*tfrecord_cfg(records))
     straight = _stream(cfg, 0, 30)  # 480 records: 2.4 epochs of 200
@@ -110,6 +111,7 @@ def test_training_tasks_read_disjoint_shards(make_cfg, records, tmp_path):
     assert not by_record[0] & by_record[1] and by_record[0] | by_record[1] == set(range(64))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("session", ["monitored", "plain"])
 def test_tfrecord_images_train_resume_exactly_predict_and_export(make_cfg, records, tmp_path, session):
     hook = "+hooks.recorder={{_target_: user_hooks.LossRecorder, path: {}}}"
@@ -142,6 +144,7 @@ def test_tfrecord_images_train_resume_exactly_predict_and_export(make_cfg, recor
         np.testing.assert_array_equal(out["classes"].numpy(), f["classes"])
 
 
+@pytest.mark.slow
 def test_csv_table_with_string_labels_trains_with_no_other_key(make_cfg, tmp_path):
     train_csv = write_csv(tmp_path / "train.csv", 600, seed=0)
     test_csv = write_csv(tmp_path / "test.csv", 150, seed=1)
@@ -175,6 +178,7 @@ def _failing_run(make_cfg, folder, tmp_path, *more):
     return str(raised.value)
 
 
+@pytest.mark.slow
 def test_bad_records_are_named_by_file_and_record(make_cfg, records, tmp_path):
     bad = tmp_path / "bad"
     bad.mkdir()
@@ -275,6 +279,7 @@ def test_png_images_variable_length_and_defaulted_features_parse_as_specified(ma
     assert features["tags"].values.tolist() == [j for i in range(6) for j in range(i)]
 
 
+@pytest.mark.cli
 def test_a_training_split_without_records_is_refused_before_the_session(records, tmp_path):
     """An empty TFRecord file or a header-only CSV (with declared types) once made the input spin for
     ever: each endless epoch ended at once. The command refuses it in one line naming the files."""

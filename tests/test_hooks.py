@@ -94,6 +94,7 @@ def test_feed_fn_hook_feeds_by_name(make_cfg, tmp_path, session):
     assert {json.loads(line)["loss"] for line in losses.read_text().splitlines()} == {0.0}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("session", BACKENDS)
 def test_extra_savers_and_listeners(make_cfg, tmp_path, session, caplog):
     caplog.set_level(logging.INFO, logger="trainer")
@@ -131,6 +132,7 @@ def test_best_checkpoint_export(make_cfg, tmp_path, session):
     assert tf.train.latest_checkpoint(str(best_dir)).endswith(f"-{lowest['step']}")
 
 
+@pytest.mark.slow
 def test_warm_start_restores_mapped_variables_only(make_cfg, tmp_path):
     run(make_cfg(), str(tmp_path / "a"))
     source = _weights(tf.train.latest_checkpoint(str(tmp_path / "a" / "checkpoints")))
@@ -143,6 +145,7 @@ def test_warm_start_restores_mapped_variables_only(make_cfg, tmp_path):
     np.testing.assert_array_equal(start["dense_2/bias"], np.zeros(10))
 
 
+@pytest.mark.slow
 def test_warm_start_with_a_name_map(make_cfg, tmp_path):
     run(make_cfg(), str(tmp_path / "a"))
     source = _weights(tf.train.latest_checkpoint(str(tmp_path / "a" / "checkpoints")))

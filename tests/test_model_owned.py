@@ -41,6 +41,7 @@ def test_a_train_op_assigning_the_step_is_counted_exactly(make_cfg, tmp_path, se
     assert {"loss", "global_step/sec"} <= scalar_tags(tmp_path / "checkpoints")
 
 
+@pytest.mark.slow
 def test_init_from_checkpoint_in_the_model_fn(make_cfg, tmp_path):
     execute(make_cfg(*LARGE, "train.max_steps=20"), str(tmp_path / "first"))
     source = str(tmp_path / "first" / "checkpoints" / "model.ckpt-20")
@@ -64,6 +65,7 @@ def test_the_default_objective_stands_in_with_a_warning(make_cfg, tmp_path, capl
     assert f"eval.objective=accuracy: the model has no such eval metric; using {objective}" in caplog.text
 
 
+@pytest.mark.cli
 def test_changing_the_objective_keeps_the_run_dir(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([TESTS_DIR, os.environ.get("PYTHONPATH", "")]))
     base = [TRAIN, "data=synthetic", "data.train_examples=256", "data.test_examples=64", *LARGE,
@@ -76,6 +78,7 @@ def test_changing_the_objective_keeps_the_run_dir(tmp_path):
     assert sorted(os.listdir(tmp_path / "outputs")) == sorted(["latest", os.readlink(tmp_path / "outputs" / "latest")])
 
 
+@pytest.mark.cli
 def test_an_error_in_the_model_fn_names_the_user_code(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([TESTS_DIR, os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([TRAIN, f"hydra.run.dir={tmp_path}", "data=synthetic", "model=model_fn",

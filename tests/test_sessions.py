@@ -128,6 +128,7 @@ def test_ready_for_local_init_op_is_checked(kind):
             _open(kind, [], scaffold=scaffold)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", BACKENDS)
 def test_checkpoint_keep_still_rotates_after_a_resume(make_cfg, tmp_path, kind):
     run(make_cfg(f"session={kind}", "checkpoint.every_steps=5", "checkpoint.keep=2"), str(tmp_path))

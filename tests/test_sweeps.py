@@ -7,9 +7,12 @@ import os
 import shutil
 import subprocess
 
+import pytest
 import tensorflow as tf
 
 from trainer import run
+
+pytestmark = pytest.mark.cli
 
 TRAIN = shutil.which("train")
 TINY = ["data=synthetic", "data.train_examples=256", "data.test_examples=64", "model=mlp",

@@ -16,6 +16,7 @@ def scalars(folder):
     return {tag: [e.step for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("session", BACKENDS)
 def test_training_and_eval_scalars_at_their_steps_across_a_resume(make_cfg, tmp_path, session):
     common = [f"session={session}", "summary.every_steps=5", "eval.every_steps=10", "optimizer=momentum"]
@@ -30,6 +31,7 @@ def test_training_and_eval_scalars_at_their_steps_across_a_resume(make_cfg, tmp_
     assert evals["accuracy"] == [10, 20, 30] and evals["loss"] == [10, 20, 30], evals
 
 
+@pytest.mark.slow
 def test_a_model_with_its_own_summaries_still_gets_the_fixed_tags(make_cfg, tmp_path):
     run(make_cfg("model=model_fn", "model.fn=user_models.large_classifier_style", "summary.every_steps=5"),
         str(tmp_path))
@@ -38,6 +40,7 @@ def test_a_model_with_its_own_summaries_still_gets_the_fixed_tags(make_cfg, tmp_
     assert scalars(tmp_path / "checkpoints" / "eval")["eval_accuracy"] == [10, 20]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("session", BACKENDS)
 def test_the_graph_files_and_the_first_checkpoint_are_written(make_cfg, tmp_path, session):
     """graph.pbtxt and the events file's graph and meta graph (written by a thread while training

@@ -31,11 +31,13 @@ def test_trains_checkpoints_and_writes_metrics(make_cfg, tmp_path, session):
     assert [r["step"] for r in rows if r["kind"] == "train"] == [5, 10, 15, 20]
 
 
+@pytest.mark.slow
 def test_training_learns(make_cfg, tmp_path):
     metrics = run(make_cfg("train.max_steps=150", "model.params.hidden_units=[64]"), str(tmp_path))
     assert metrics["eval_accuracy"] > 0.5  # ten classes: chance is 0.1
 
 
+@pytest.mark.slow
 def test_both_backends_same_loss_every_step_and_same_weights(make_cfg, tmp_path):
     results = {}
     for session in ("plain", "monitored"):
@@ -54,6 +56,7 @@ def test_both_backends_same_loss_every_step_and_same_weights(make_cfg, tmp_path)
         np.testing.assert_array_equal(plain_weights[name], monitored_weights[name], err_msg=name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("first,second", [("plain", "monitored"), ("monitored", "plain")])
 def test_resume_across_backends_matches_uninterrupted_run(make_cfg, tmp_path, first, second):
     straight = tmp_path / "straight"
@@ -69,6 +72,7 @@ def test_resume_across_backends_matches_uninterrupted_run(make_cfg, tmp_path, fi
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("session", ["plain", "monitored"])
 def test_resuming_leaves_the_restored_checkpoint_as_it_is_and_keeps_rotating(make_cfg, tmp_path, session):
     ckpt = tmp_path / "checkpoints"
@@ -99,6 +103,7 @@ def test_finished_run_is_a_no_op(make_cfg, tmp_path):
     assert dir_state(tmp_path) == before
 
 
+@pytest.mark.slow
 def test_finished_checkpoint_without_metrics_is_evaluated_not_trained(make_cfg, tmp_path):
     run(make_cfg(), str(tmp_path))
     os.remove(tmp_path / "metrics.json")
@@ -119,6 +124,7 @@ def test_another_models_checkpoint_dir_is_refused_untouched(make_cfg, tmp_path):
     assert dir_state(ckpt_dir) == before
 
 
+@pytest.mark.slow
 def test_mnist_cnn_and_linear_build_and_step(make_cfg, tmp_path):
     for model in ("mnist", "linear"):
         metrics = run(make_cfg(f"model={model}", "train.max_steps=3", "eval.every_steps=0"), str(tmp_path / model))

@@ -16,6 +16,8 @@ from helpers import TESTS_DIR, TRAIN, read_jsonl, weights
 from trainer.errors import TrainingError
 from trainer import run as execute
 
+pytestmark = pytest.mark.cli
+
 PROGRAMS = os.path.join(TESTS_DIR, "programs")
 TUTORIAL = ["model=model_fn", "model.fn=layers_tutorial.conv_classifier", "data=input_fn",
             "data.train_fn=layers_tutorial.train_input_fn", "data.eval_fn=layers_tutorial.eval_input_fn"]

@@ -69,6 +69,12 @@ class MetricsLog:
                 f.write(json.dumps(json_safe(row), allow_nan=False) + "\n")
 
 
+def failure_record(cfg, error: str, **fields) -> Dict:
+    """``metrics.json`` of a run that failed: the one line of its error, what ran, this process, when."""
+    return {"status": "failed", "error": error, "model": cfg.model.name, "session": str(cfg.session.kind), **fields,
+            "pid": os.getpid(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+
 def eval_key(metric: str) -> str:
     """The ``metrics.json`` key of eval metric ``metric``: ``eval_`` prefixed once (a model's own
     ``eval_accuracy`` stays ``eval_accuracy``)."""

@@ -1,8 +1,6 @@
 """Whether a checkpoint dir fits the graph: ``manifest.json`` (the model, the graph-shaping config,
 every variable) and the checkpoint's own variables, compared with the graph's."""
 
-import hashlib
-import json
 import logging
 import os
 from typing import Dict, List
@@ -22,18 +20,14 @@ def graph_variables(graph) -> Dict[str, List]:
         return {v.op.name: [v.shape.as_list(), v.dtype.base_dtype.name] for v in tf.compat.v1.global_variables()}
 
 
-def config_hash(graph_config: Dict) -> str:
-    return hashlib.sha256(json.dumps(graph_config, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
 def _diff(stored: Dict[str, List], wanted: Dict[str, List]) -> List[str]:
+    """What differs between the checkpoint's variables (``stored``: name -> shape) and the graph's
+    (``wanted``: name -> [shape, dtype]). A checkpoint's index gives no dtypes: only shapes compare."""
     missing = sorted(set(wanted) - set(stored))
     unexpected = sorted(set(stored) - set(wanted))
-    reshaped = sorted(f"{n} {stored[n][0]} -> {wanted[n][0]}" for n in set(wanted) & set(stored) if list(stored[n][0]) != wanted[n][0])
-    retyped = sorted(f"{n} {stored[n][1]} -> {wanted[n][1]}" for n in set(wanted) & set(stored)
-                     if len(stored[n]) > 1 and stored[n][1] and stored[n][1] != wanted[n][1])
+    reshaped = sorted(f"{n} {stored[n]} -> {wanted[n][0]}" for n in set(wanted) & set(stored) if list(stored[n]) != wanted[n][0])
     parts = []
-    for label, items in (("missing", missing), ("reshaped", reshaped), ("retyped", retyped), ("unexpected", unexpected)):
+    for label, items in (("missing", missing), ("reshaped", reshaped), ("unexpected", unexpected)):
         if items:
             parts.append(f"{label} {items[:5]}{' ...' if len(items) > 5 else ''}")
     return parts
@@ -45,8 +39,7 @@ def check_compatible(path: str, graph, checkpoint_dir: str, model_name: str, gra
     Config changes that do not shape the graph are allowed and logged.
 
     Raises:
-      CheckpointError: another model or optimizer: variables missing, unexpected, reshaped or retyped
-        (a readable diff).
+      CheckpointError: another model or optimizer: variables missing, unexpected or reshaped (a readable diff).
     """
     wanted = graph_variables(graph)
     hint = "use init_from.checkpoint to warm start from it, or another checkpoint.dir"
@@ -62,7 +55,7 @@ def check_compatible(path: str, graph, checkpoint_dir: str, model_name: str, gra
             log.info("graph config changed since the checkpoint: %s",
                      ", ".join(f"{k} {a} -> {b}" for k, (a, b) in sorted(changed.items())))
     try:
-        stored = {name: [shape] for name, shape in tf.train.list_variables(path)}
+        stored = dict(tf.train.list_variables(path))
     except Exception as e:
         raise CheckpointError(f"checkpoint {path} is unreadable ({type(e).__name__}); restore its files or use another checkpoint.dir") from None
     problems = _diff(stored, wanted)
@@ -91,6 +84,5 @@ def write_manifest(checkpoint_dir: str, graph, model_name: str, graph_config: Di
             return
         log.warning("%s does not parse; written again from this run's graph (the checkpoint's variables were "
                     "checked against it)", path)
-    payload = {"model": model_name, "graph_config_hash": config_hash(graph_config), "graph_config": graph_config,
-               "variables": graph_variables(graph)}
+    payload = {"model": model_name, "graph_config": graph_config, "variables": graph_variables(graph)}
     write_json(path, payload, indent=1)

@@ -17,7 +17,7 @@ from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import MissingConfigException
 from hydra.types import RunMode
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig
 from omegaconf.errors import InterpolationResolutionError
 
 from trainer.cli.paths import override_key

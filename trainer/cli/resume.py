@@ -7,7 +7,6 @@ from typing import Callable, List, Tuple
 from omegaconf import ListConfig, OmegaConf
 
 from trainer.cli.paths import override_key
-from trainer.config.rules import validate
 from trainer.errors import ConfigError
 
 
@@ -71,7 +70,8 @@ def resume_overrides(run_dir: str, overrides: List[str]) -> List[str]:
 
 def resumed_config(cfg, run_dir: str, overrides: List[str]) -> Tuple[object, Callable[[], None]]:
     """``cfg``, composed from :func:`resume_overrides` (``trainer.cli.preflight.checked_run_config``),
-    as the run continues it: its checkpoint dir the run dir's own unless set, the whole config checked.
+    as the run continues it: its checkpoint dir the run dir's own unless set. The config was checked
+    when it was composed; ``trainer.run`` checks it again, as for any caller.
 
     Returns:
       (the config, a function that records it as the run dir's config). The caller records it
@@ -82,7 +82,6 @@ def resumed_config(cfg, run_dir: str, overrides: List[str]) -> Tuple[object, Cal
     cfg = copy.deepcopy(cfg)
     if cfg.checkpoint.dir is None:
         cfg.checkpoint.dir = os.path.join(run_dir, "checkpoints")
-    validate(cfg)
 
     def record() -> None:
         """The run dir's record now describes this run: the next resume starts from it."""

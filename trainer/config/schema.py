@@ -2,7 +2,7 @@
 
 The YAML files in ``conf/`` start from these schemas in their defaults lists, so a
 typo in a key or a value of the wrong type fails when the config is composed, before
-any TensorFlow work. Rules that span several fields live in ``trainer.validate``.
+any TensorFlow work. Rules that span several fields live in ``trainer.config.rules``.
 
 Environment (``device``, ``distributed``) is kept apart from schedule (``train``,
 ``checkpoint``, ``summary``, ``eval``) and from the backend (``session``).

@@ -1,6 +1,8 @@
 """Streamed datasets from files: TFRecord files of ``tf.train.Example`` and CSV tables.
 
-The files are read as they are needed, never loaded whole. A source knows its feature spec (from
+Training and evaluation stream the files, never loading one whole (counting the records of a
+ZLIB-compressed TFRecord file, before training, decompresses it in memory: zlib has no framing to
+stream it by). A source knows its feature spec (from
 config, or a CSV's header and first rows), its number of classes, and how to make a training
 stream that starts at any global step in time independent of the step:
 

@@ -53,6 +53,11 @@ def without_autotune_model(dataset: tf.data.Dataset) -> tf.data.Dataset:
 _traced_as_is = tf.autograph.experimental.do_not_convert
 
 
+def seed_or_random(seed: Optional[int]) -> int:
+    """``train.seed``, or one drawn at random for a run whose config leaves it null."""
+    return int(np.random.default_rng().integers(2**31)) if seed is None else int(seed)
+
+
 def _shuffled_batches(examples, batch_size: int, seed: Optional[int], replicas, start_batch):
     """Batches of example indices, a full shuffle per epoch, starting at batch ``start_batch`` in
     constant time.
@@ -63,8 +68,7 @@ def _shuffled_batches(examples, batch_size: int, seed: Optional[int], replicas, 
     epoch's indices (not ``b`` batches of data). A seed of None draws one at random (no exact
     resumption then).
     """
-    if seed is None:
-        seed = int(np.random.default_rng().integers(2**31))
+    seed = seed_or_random(seed)
     count, shard = replicas
     order = tf.range(shard, examples, count, dtype=tf.int64)  # this task's examples
     size = tf.size(order, out_type=tf.int64)
@@ -282,8 +286,7 @@ def make_file_pipeline(source: FileSource, batch_size: int, train: bool, pack_ke
     ``trainer.data.files``). Evaluation: the files once, in order. Features: every input by name,
     or (``pack_key``, the built-in models) one float32 tensor under ``pack_key``.
     """
-    if seed is None:
-        seed = int(np.random.default_rng().integers(2**31))
+    seed = seed_or_random(seed)
     parse, read = _parser(source), _read_file(source)
     unknown = set(ignored) - set(source.inputs)
     if unknown:

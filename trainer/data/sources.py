@@ -457,6 +457,17 @@ def load_data(cfg):
     return data
 
 
+def eval_source(cfg, data) -> str:
+    """The evaluation's input as errors and logs name it (``data``: what :func:`load_data` returned)."""
+    if data is None:
+        return f"data.eval_fn={cfg.data.eval_fn}"
+    if isinstance(data, FileSource):
+        return f"data.eval_files ({len(data.eval_files)} files)"
+    if cfg.data.get("validation_examples"):
+        return f"the {cfg.data.name} validation split (data.validation_examples={cfg.data.validation_examples})"
+    return f"the {cfg.data.name} test split"
+
+
 def _held_out(arrays: Arrays, validation_examples: Optional[int]) -> Arrays:
     """With ``data.validation_examples=N``: the last N training examples become the evaluation split
     (the test split is left unread, for choosing a recipe without tuning on it)."""

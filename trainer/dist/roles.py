@@ -176,7 +176,7 @@ def resolve_role(dist, environ=None) -> Role:
 
 
 def check_distributed(cfg) -> None:
-    """The cross-field rules of a cluster run (``trainer.validate`` calls this)."""
+    """The cross-field rules of a cluster run (``trainer.config.rules.validate`` calls this)."""
     dist = cfg.distributed
     role = resolve_role(dist)
     if role.kind == "none":

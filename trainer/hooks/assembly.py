@@ -90,7 +90,7 @@ class TrainingHooks:
     eval_hook: EvalHook
 
 
-def _checkpoint_saver(cfg, graph, listeners, alongside=None):
+def _make_saver_hook(cfg, graph, listeners, alongside=None):
     every_steps, every_secs = cfg.checkpoint.every_steps, cfg.checkpoint.every_secs
     if not every_steps and not every_secs:
         every_steps = cfg.train.max_steps or NEVER_STEPS  # only the first and the final save
@@ -116,10 +116,10 @@ def make_training_hooks(cfg, graph, user: UserHooks, parts: RunParts, role) -> T
                          listeners=[h for h in user.every + user.chief if hasattr(h, "on_eval")],
                          skip_final=lambda: preemption.signum is not None, source=parts.eval_source)
     chief = [
-        NanGuardHook(graph.loss_is_finite, graph.step_after, cfg.train.on_nan, cfg.checkpoint.dir,
+        NanGuardHook(graph.step_is_finite, graph.step_after, cfg.train.on_nan, cfg.checkpoint.dir,
                      cfg.train.max_skipped_steps),
         # The chief's hooks run first: the input is initialised while the first checkpoint is written.
-        _checkpoint_saver(cfg, graph, user.listeners, alongside=input_init.hand_over() if is_chief else None),
+        _make_saver_hook(cfg, graph, user.listeners, alongside=input_init.hand_over() if is_chief else None),
         MetricsHook(graph.loss, graph.global_step, graph.step_after, cfg.log.every_steps, metrics),
         eval_hook,
     ]

@@ -199,8 +199,8 @@ class NanGuardHook(tf1.train.SessionRunHook):
     fails after ``max_skipped`` skipped steps in a row, or when no step of the run was applied.
     """
 
-    def __init__(self, loss_is_finite, step_after, on_nan: str, checkpoint_dir: str, max_skipped: int = 10):
-        self._fetches = {"finite": loss_is_finite, "step": step_after}
+    def __init__(self, step_is_finite, step_after, on_nan: str, checkpoint_dir: str, max_skipped: int = 10):
+        self._fetches = {"finite": step_is_finite, "step": step_after}
         self._on_nan = on_nan
         self._dir = checkpoint_dir
         self._max_skipped = max(1, int(max_skipped))

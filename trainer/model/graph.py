@@ -80,7 +80,7 @@ class TrainGraph:
     step_before: object  # the global step read before this run's update (exact for the runner's train op)
     step_after: object  # the global step read once this run's train op is done: the step a hook reports
     loss: object  # the training loss, also reachable by the name "loss"
-    loss_is_finite: object  # the step was finite: the loss (and, for the runner's train op, the gradient norm)
+    step_is_finite: object  # the step was finite: the loss (and, for the runner's train op, the gradient norm)
     train_op: object
     train_input: Pipeline
     evaluation: Optional[EvalGraph]  # the evaluation sharing this graph; None: each one builds its own
@@ -330,7 +330,7 @@ def _build(cfg, arrays, placement: Placement, run_config, shared_eval: bool) -> 
         with tf.device("/device:CPU:0"):
             train_input = make_train_input(cfg, arrays, model.params, model.run_config, placement.replicas)
         with _device(placement.model_device):
-            spec, loss, loss_is_finite, step_before, train_op, sync_optimizer = _train_part(
+            spec, loss, step_is_finite, step_before, train_op, sync_optimizer = _train_part(
                 model, train_input, global_step, placement)
             average = None
             if cfg.train.ema_decay:
@@ -352,7 +352,7 @@ def _build(cfg, arrays, placement: Placement, run_config, shared_eval: bool) -> 
         scaffold = make_scaffold(cfg, saver, summary_op, spec.scaffold)
     return TrainGraph(
         graph=graph, global_step=global_step, step_before=step_before, step_after=step_after, loss=loss,
-        loss_is_finite=loss_is_finite, train_op=train_op, train_input=train_input, evaluation=evaluation, summary_op=summary_op, saver=saver,
+        step_is_finite=step_is_finite, train_op=train_op, train_input=train_input, evaluation=evaluation, summary_op=summary_op, saver=saver,
         scaffold=scaffold, spec=spec, sync_optimizer=sync_optimizer, sync_release_op=sync_release_op,
         average=average,
     )

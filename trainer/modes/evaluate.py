@@ -8,7 +8,7 @@ from typing import Dict
 
 import tensorflow as tf
 
-from trainer.data.sources import load_data
+from trainer.data.sources import eval_source, load_data
 from trainer.errors import CheckpointError
 from trainer.hooks.evaluation import check_examples, evaluate_once, format_metrics, objective_metric
 from trainer.model.graph import build_eval_graph
@@ -43,7 +43,7 @@ def evaluate(cfg, workdir: str) -> Dict:
         except tf.errors.NotFoundError as e:
             raise CheckpointError(f"checkpoint {path} lacks variables the EVAL graph has ({e.message.splitlines()[0]}); "
                                   "evaluate a checkpoint of this model") from None
-    check_examples(examples, f"data.eval_fn={cfg.data.eval_fn}" if arrays is None else f"the {cfg.data.name} test split")
+    check_examples(examples, eval_source(cfg, arrays))
     result = {"checkpoint": path, "global_step": step, "metrics": values, "examples": examples,
               "objective": objective, "objective_value": values[objective]}
     os.makedirs(workdir, exist_ok=True)

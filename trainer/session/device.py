@@ -158,7 +158,7 @@ def session_config(device_cfg, device: str, num_gpus: int = 0, precision: str = 
         rewrites.auto_mixed_precision_onednn_bfloat16 = rewrites.ON
     elif precision == "fp16":
         rewrites.auto_mixed_precision = rewrites.ON
-    if device_cfg.xla:  # on the CPU with --tf_xla_cpu_global_jit, which importing trainer sets
+    if device_cfg.xla:  # on the CPU with --tf_xla_cpu_global_jit (trainer.process.set_environment)
         config.graph_options.optimizer_options.global_jit_level = tf.compat.v1.OptimizerOptions.ON_1
     if device == "cpu":
         config.device_count["GPU"] = 0

@@ -14,6 +14,15 @@ tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
 
 
+def session_manager(scaffold, recovery_wait_secs: float = 30.0):
+    """TensorFlow's SessionManager over ``scaffold``'s ops, as MonitoredSession's creators make it;
+    ``recovery_wait_secs``: a worker's pause between checks that the chief has initialised the model."""
+    return tf1.train.SessionManager(
+        local_init_op=scaffold.local_init_op, local_init_feed_dict=scaffold.local_init_feed_dict,
+        ready_op=scaffold.ready_op, ready_for_local_init_op=scaffold.ready_for_local_init_op,
+        graph=tf1.get_default_graph(), recovery_wait_secs=recovery_wait_secs)
+
+
 class PollingWorkerSessionCreator(tf1.train.WorkerSessionCreator):
     """A WorkerSessionCreator that checks for the chief's initialisation every ``ready_poll_secs``
     (TensorFlow's SessionManager sleeps 30 s between checks)."""
@@ -24,12 +33,7 @@ class PollingWorkerSessionCreator(tf1.train.WorkerSessionCreator):
 
     def _get_session_manager(self):
         if not self._session_manager:
-            scaffold = self._scaffold
-            self._session_manager = tf1.train.SessionManager(
-                local_init_op=scaffold.local_init_op, local_init_feed_dict=scaffold.local_init_feed_dict,
-                ready_op=scaffold.ready_op, ready_for_local_init_op=scaffold.ready_for_local_init_op,
-                graph=tf1.get_default_graph(), recovery_wait_secs=self._ready_poll_secs,
-            )
+            self._session_manager = session_manager(self._scaffold, recovery_wait_secs=self._ready_poll_secs)
         return self._session_manager
 
 

@@ -28,7 +28,7 @@ from typing import List, Optional
 
 import tensorflow as tf
 
-from trainer.session.monitored import BoundedRecoveryCreator
+from trainer.session.monitored import BoundedRecoveryCreator, session_manager
 
 tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
@@ -65,10 +65,7 @@ class _ChiefCreator(tf1.train.SessionCreator):
 
     def __init__(self, scaffold, checkpoint_dir: Optional[str], config, master: str):
         self._scaffold, self._dir, self._config, self._master = scaffold, checkpoint_dir, config, master
-        self._manager = tf1.train.SessionManager(
-            local_init_op=scaffold.local_init_op, local_init_feed_dict=scaffold.local_init_feed_dict,
-            ready_op=scaffold.ready_op, ready_for_local_init_op=scaffold.ready_for_local_init_op,
-            graph=tf1.get_default_graph())
+        self._manager = session_manager(scaffold)
 
     def create_session(self):
         s = self._scaffold

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 import trainer
 from trainer.errors import ConfigError, describe, fail
-from trainer.records import read_json, write_json
+from trainer.records import failure_record, read_json, write_json
 
 log = logging.getLogger("trainer")
 
@@ -69,8 +69,7 @@ def run_job(cfg, hc) -> float:
         if not (written.get("status") == "failed" and written.get("pid") == os.getpid()):
             # Training records its own failure (with the step reached); otherwise it failed before.
             os.makedirs(output_dir, exist_ok=True)
-            write_json(path, {"status": "failed", "error": reason, "model": cfg.model.name,
-                              "session": str(cfg.session.kind), "pid": os.getpid()})
+            write_json(path, failure_record(cfg, reason))
         log.error("job %s failed: %s", os.path.basename(output_dir), reason)
         if cfg.sweep.fail_fast:
             raise SystemExit(1)  # ends the sweep here, as sweep.fail_fast asks

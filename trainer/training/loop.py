@@ -105,7 +105,7 @@ def weights_finite(session, variables, group_bytes: int = 1 << 28) -> bool:
     return all(np.isfinite(value).all() for group in groups if group for value in session.run(group))
 
 
-def checkpoint_saver(graph, checkpoint_dir: str) -> Callable:
+def exit_save(graph, checkpoint_dir: str) -> Callable:
     """``save_state`` for :func:`run_loop`: the session's variables as a checkpoint of its global
     step, when they are all finite (a diverged state is not saved over the last good one), written
     without deleting any older checkpoint (``checkpoint.keep`` rotation is for the run's own saves)."""

@@ -16,9 +16,8 @@ import tensorflow as tf
 
 from trainer.checkpoints.guard import metrics_path
 from trainer.checkpoints.intact import latest_step
-from trainer.data.files import FileSource
 from trainer.data.pipelines import input_error
-from trainer.data.sources import check_training_arrays, load_data
+from trainer.data.sources import check_training_arrays, eval_source, load_data
 from trainer.errors import Preempted, describe
 from trainer.estimator import RunConfig
 from trainer.hooks.assembly import RunParts, UserHooks, make_training_hooks, make_user_hooks
@@ -26,12 +25,12 @@ from trainer.hooks.evaluation import EvalHook, SeparateEvaluation, SharedEvaluat
 from trainer.model.graph import TrainGraph, build_eval_graph, build_graph
 from trainer.model.model_fn import make_run_config
 from trainer.model.schedules import stretched
-from trainer.records import MetricsLog, read_json, write_json
+from trainer.records import MetricsLog, failure_record, read_json, write_json
 from trainer.session.device import check_replicas, resolve_device, resolve_precision, session_config, visible_gpus
 from trainer.compat import onednn_enabled
 from trainer.process import import_secs, set_determinism
 from trainer.session.factory import SessionOptions, open_session
-from trainer.training.loop import LoopStats, checkpoint_saver, run_loop
+from trainer.training.loop import LoopStats, exit_save, run_loop
 from trainer.training.preemption import PreemptionHandler
 from trainer.training.roles import SingleProcess
 
@@ -169,13 +168,7 @@ class _Run:
         return self.role.session_options(options, self.graph)
 
     def eval_source(self) -> str:
-        if self.arrays is None:
-            return f"data.eval_fn={self.cfg.data.eval_fn}"
-        if isinstance(self.arrays, FileSource):
-            return f"data.eval_files ({len(self.arrays.eval_files)} files)"
-        if self.cfg.data.get("validation_examples"):
-            return f"the {self.cfg.data.name} validation split (data.validation_examples={self.cfg.data.validation_examples})"
-        return f"the {self.cfg.data.name} test split"
+        return eval_source(self.cfg, self.arrays)
 
     def train_recording_failure(self, start_step: int) -> Dict:
         """:meth:`train`; a failure is recorded in ``metrics.json`` (status, the error, the last step) and raised."""
@@ -183,11 +176,9 @@ class _Run:
             return self.train(start_step)
         except Exception as e:
             better = input_error(self.arrays, e)  # a bad record of a file source: name the file and record
-            record = {"status": "failed", "error": describe(better or e), "start_step": start_step, "model": self.cfg.model.name,
-                      "session": str(self.cfg.session.kind), "max_steps": self.cfg.train.max_steps,
-                      "global_step": _last_step(self.cfg.checkpoint.dir, start_step), "pid": os.getpid(),
-                      "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-            write_json(metrics_path(self.workdir), record)
+            write_json(metrics_path(self.workdir), failure_record(
+                self.cfg, describe(better or e), start_step=start_step, max_steps=self.cfg.train.max_steps,
+                global_step=_last_step(self.cfg.checkpoint.dir, start_step)))
             if better is not None:
                 raise better from None
             raise
@@ -222,7 +213,7 @@ class _Run:
             return role.open_session(lambda: open_session(
                 cfg.session.kind, graph.scaffold, hooks.every, hooks.chief, ckpt_dir, config, options))
 
-        stats = run_loop(session, role.fetches(graph), save_state=checkpoint_saver(graph, ckpt_dir) if ckpt_dir else None,
+        stats = run_loop(session, role.fetches(graph), save_state=exit_save(graph, ckpt_dir) if ckpt_dir else None,
                          at_normal_end=role.at_normal_end)
         self.timings["session"] = stats.session_secs
         if stats.first_step_at is not None:
