@@ -136,6 +136,43 @@ def test_a_hook_added_to_a_run_can_be_removed_on_resume(tmp_path):
     assert "LoggingTensorHook" not in next(line for line in again.stdout.splitlines() if "hooks (all):" in line)
 
 
+def test_only_a_run_that_trains_rewrites_the_run_dirs_record(tmp_path):
+    """A second command on a run dir (by hydra.run.dir) that is refused by the lock, or that finds the
+    run finished, leaves .hydra/ as the training run wrote it; nothing is left staged."""
+    from test_reliability import hold_lock
+
+    first = train(tmp_path, *SMALL, "train.max_steps=5", "hydra.run.dir=outputs/r")
+    assert first.returncode == 0, first.stderr
+    record = tmp_path / "outputs/r/.hydra"
+    before = {name: (record / name).read_text() for name in ("overrides.yaml", "config.yaml")}
+    finished = train(tmp_path, *SMALL, "train.max_steps=5", "log.every_steps=1", "hydra.run.dir=outputs/r")
+    assert finished.returncode == 0, finished.stderr  # nothing to do: finished at step 5
+    holder = hold_lock(tmp_path / "outputs/r/checkpoints/train.lock")
+    try:
+        locked = train(tmp_path, *SMALL, "train.max_steps=9", "hydra.run.dir=outputs/r")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert locked.returncode != 0 and "in use by pid" in error_line(locked)
+    assert {name: (record / name).read_text() for name in before} == before
+    assert not [p.name for p in record.iterdir() if p.name.startswith("staged-")]
+    again = train(tmp_path, *SMALL, "train.max_steps=9", "hydra.run.dir=outputs/r")  # trains: recorded
+    assert again.returncode == 0, again.stderr
+    assert "train.max_steps=9" in (record / "overrides.yaml").read_text()
+
+
+def test_a_run_dir_given_by_hand_that_holds_other_files_is_refused(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "metrics.json").write_text('{"my": "own results"}')
+    (mine / "train.log").write_text("my own log\n")
+    proc = train(tmp_path, *SMALL, "train.max_steps=2", f"hydra.run.dir={mine}")
+    assert proc.returncode == 2 and "not a run dir" in error_line(proc) and "metrics.json" in error_line(proc)
+    assert sorted(p.name for p in mine.iterdir()) == ["metrics.json", "train.log"]
+    assert (mine / "metrics.json").read_text() == '{"my": "own results"}'
+    assert (mine / "train.log").read_text() == "my own log\n"
+
+
 def test_missing_data_file_exit_2(tmp_path):
     proc = train(tmp_path, *SMALL, "data=mnist", f"data.path={tmp_path}/missing.npz")
     assert proc.returncode == 2
@@ -252,12 +289,14 @@ main()
 
 def test_ctrl_c_while_the_config_is_composed_is_held_until_it_is_built(tmp_path):
     """A Ctrl-C that lands inside Hydra's and OmegaConf's work is raised once the config is built, before
-    TensorFlow loads: the run dir has its .hydra record and nothing else, and the command says so in one line."""
+    TensorFlow loads: the run never started, so the run dir holds no record of it (nothing staged left),
+    no checkpoint and no metrics, and the command says so in one line."""
     proc = subprocess.run([sys.executable, "-c", _CTRL_C_WHILE_COMPOSING, *SMALL, "train.batch_size=${ctrl_c:}",
                            f"hydra.run.dir={tmp_path / 'run'}"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 130 and error_line(proc) == "error: interrupted", proc.stderr
-    assert (tmp_path / "run" / ".hydra" / "config.yaml").exists()
+    assert not (tmp_path / "run" / ".hydra" / "config.yaml").exists()
+    assert not [p for p in (tmp_path / "run" / ".hydra").iterdir() if p.name.startswith("staged-")]
     assert not (tmp_path / "run" / "checkpoints").exists() and not (tmp_path / "run" / "metrics.json").exists()
 
 

@@ -53,12 +53,12 @@ def _strict_json(path):
 
 @pytest.mark.parametrize("session", BACKENDS)
 def test_nan_skip_step_leaves_the_weights_unchanged(make_cfg, tmp_path, session):
-    # Steps 6-20 are skipped: the last step's loss is NaN, recorded as null (JSON has no NaN).
-    metrics = run(make_cfg(f"session={session}", "model.fn=user_models.nan_after_5", "train.on_nan=skip_step",
-                           "train.max_skipped_steps=20", "checkpoint.every_steps=5"), str(tmp_path))
-    assert metrics["global_step"] == 20
-    record = _strict_json(tmp_path / "metrics.json")
-    assert record["status"] == "finished" and record["loss"] is None and record["non_finite"] == ["loss"]
+    # Steps 6-20 are skipped: the weights stay those of step 5. Most of the run was skipped, so it has
+    # no result (it fails); the last step's loss is NaN, recorded as null (JSON has no NaN).
+    with pytest.raises(NanLossError, match="15 of this run's 20 steps were NaN or Inf and skipped"):
+        run(make_cfg(f"session={session}", "model.fn=user_models.nan_after_5", "train.on_nan=skip_step",
+                     "train.max_skipped_steps=20", "checkpoint.every_steps=5"), str(tmp_path))
+    assert _strict_json(tmp_path / "metrics.json")["status"] == "failed"
     rows = [r for r in _strict_json(tmp_path / "metrics.jsonl") if r["kind"] == "train"]
     assert rows[-1]["step"] == 20 and rows[-1]["loss"] is None and rows[-1]["non_finite"] == ["loss"]
     ckpt = tmp_path / "checkpoints"
@@ -494,6 +494,15 @@ def test_a_run_whose_every_step_was_skipped_is_not_finished(make_cfg, tmp_path):
     with pytest.raises(NanLossError, match=r"every step of this run \(8\) was NaN or Inf"):
         run(cfg, str(tmp_path))
     assert json.loads((tmp_path / "metrics.json").read_text())["status"] == "failed"
+
+
+def test_a_run_that_skipped_most_of_its_steps_fails_and_its_record_stays_json(make_cfg, tmp_path):
+    cfg = make_cfg("model=model_fn", "model.fn=user_models.nan_except_every_4th_step", "train.on_nan=skip_step",
+                   "train.max_skipped_steps=100", "train.max_steps=12")
+    with pytest.raises(NanLossError, match=r"9 of this run's 12 steps were NaN or Inf and skipped"):
+        run(cfg, str(tmp_path))
+    record = _strict_json(tmp_path / "metrics.json")
+    assert record["status"] == "failed" and "objective_value" not in record
 
 
 @pytest.mark.slow

@@ -26,14 +26,14 @@ Nothing here imports TensorFlow.
 """
 
 import os
-from typing import Dict
+from typing import Callable, Dict, Optional
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 __all__ = ["run"]
 
 
-def run(cfg, workdir: str) -> Dict:
+def run(cfg, workdir: str, on_accepted: Optional[Callable[[], None]] = None) -> Dict:
     """Do what ``cfg`` says (``mode``, ``distributed``) in the run dir ``workdir``; returns the result record.
 
     Modes: ``train`` / ``train_and_evaluate`` (metrics.json), ``evaluate`` (eval_metrics.json),
@@ -42,6 +42,9 @@ def run(cfg, workdir: str) -> Dict:
 
     The config is checked before TensorFlow is imported; the modules that use TensorFlow are
     imported after it (quietly), which is why the imports below sit in this function.
+
+    ``on_accepted`` (a training run in one process) is called once the run holds its checkpoint dir,
+    has passed every check and will train: the command writes the run dir's record then.
 
     Raises:
       trainer.errors.TrainerError: a failure explained in one line, with its exit status.
@@ -61,10 +64,10 @@ def run(cfg, workdir: str) -> Dict:
     # Arrays are read by a thread while TensorFlow imports, in the processes that load them.
     reads_data = cfg.data.name in READ_AHEAD and (role.kind == "none" or (role.distributed and role.job != "ps"))
     with loading_ahead(cfg.data, load_arrays) if reads_data else contextlib.nullcontext():
-        return _run(cfg, workdir, role)
+        return _run(cfg, workdir, role, on_accepted)
 
 
-def _run(cfg, workdir: str, role) -> Dict:
+def _run(cfg, workdir: str, role, on_accepted) -> Dict:
     import logging
 
     from trainer.interrupts import release_ctrl_c
@@ -87,7 +90,7 @@ def _run(cfg, workdir: str, role) -> Dict:
     if cfg.mode in ("train", "train_and_evaluate"):
         from trainer.training.train import train
 
-        return train(cfg, workdir)
+        return train(cfg, workdir, on_accepted=on_accepted)
     if cfg.mode == "evaluate":
         from trainer.modes.evaluate import evaluate
 

@@ -18,10 +18,11 @@ from hydra.types import RunMode
 import trainer
 from trainer.cli.paths import point_latest, register_resolvers
 from trainer.cli.preflight import checked_run_config, is_single_run, preflight
+from trainer.cli.record import discard_staged, stage_record, staged_record
 from trainer.cli.resume import resumed_config
 from trainer.compat import hydra_run
 from trainer.config.schema import register_configs
-from trainer.errors import CheckpointError, CheckpointLockedError, ConfigError, exit_now, exit_on_error
+from trainer.errors import exit_now, exit_on_error
 from trainer.interrupts import release_ctrl_c
 from trainer.sweep.job import report_failed_jobs, run_job
 
@@ -40,23 +41,18 @@ def job_function(cfg) -> float:
     point_latest(hc.runtime.output_dir)
 
     def job():
+        # The run dir's record (.hydra/) is written once the run holds its checkpoint dir and will
+        # train: a command refused (the lock, a check) or with nothing to do leaves it as it was.
         if not cfg.resume:
-            return trainer.run(cfg, hc.runtime.output_dir).get("objective_value")
+            record = staged_record(hc.runtime.output_dir, hc.output_subdir)
+            return trainer.run(cfg, hc.runtime.output_dir, on_accepted=record).get("objective_value")
         resumed, record = resumed_config(cfg, cfg.resume, list(hc.overrides.task))
-        trains = str(resumed.mode) in ("train", "train_and_evaluate")
-        try:
-            result = trainer.run(resumed, hc.runtime.output_dir)
-        except (ConfigError, CheckpointError, CheckpointLockedError):
-            raise  # refused: the run dir's record stays as it was
-        except BaseException:
-            if trains:
-                record()  # it ran: a failure or a signal mid-run, resumed by the same command
-            raise
-        if trains:
-            record()
-        return result.get("objective_value")
+        return trainer.run(resumed, hc.runtime.output_dir, on_accepted=record).get("objective_value")
 
-    objective = exit_on_error(job)
+    try:
+        objective = exit_on_error(job)
+    finally:
+        discard_staged(hc.runtime.output_dir, hc.output_subdir)
     if cfg.distributed.kind in ("cluster", "tf_config"):
         exit_now(0)  # a cluster task: its gRPC server goes only with the process
     return objective
@@ -72,7 +68,7 @@ def run_single(argv) -> float:
     try:
         with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3", job_name="train"):
             app = GlobalHydra.instance().hydra
-            cfg = checked_run_config(app, argv)
+            cfg = stage_record(checked_run_config(app, argv))
             return hydra_run(app, cfg, job_function)
     finally:
         release_ctrl_c(raise_pending=False)  # an error before the run began: that error is the one reported

@@ -105,6 +105,8 @@ def _check_output_dir(argv: List[str], overrides: List[str], multirun: bool) -> 
     given = next((a.split("=", 1)[1] for a in argv if a.startswith(key + "=")), None)
     if given is not None:
         check_writable_dir(given, key)
+        if not multirun:
+            _check_not_foreign(given, key)
         return
     default = "outputs/multirun" if multirun else run_dir(overrides)
     try:
@@ -112,6 +114,18 @@ def _check_output_dir(argv: List[str], overrides: List[str], multirun: bool) -> 
     except ConfigError:
         raise ConfigError(f"cannot write the run dir {default} under the working dir {os.getcwd()}; run from a "
                           f"writable dir or set {key}=DIR") from None
+
+
+def _check_not_foreign(path: str, key: str) -> None:
+    """A run dir given by hand is new, empty, or a run dir (it has ``.hydra/``): the run writes
+    ``metrics.json``, ``train.log`` and ``checkpoints/`` into it, over whatever else is there."""
+    if not os.path.isdir(path) or os.path.isdir(os.path.join(path, ".hydra")):
+        return
+    entries = sorted(os.listdir(path))
+    if entries:
+        shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+        raise ConfigError(f"{key}={path} is a dir with other files ({shown}), not a run dir: the run would write "
+                          f"its metrics.json, train.log and checkpoints into it; give a new or empty dir")
 
 
 def hydra_handles(argv: List[str]) -> bool:

@@ -196,7 +196,8 @@ class NanGuardHook(tf1.train.SessionRunHook):
     message lists the checkpoints kept and how large the latest one's weights are, since a
     diverging run can save finite but huge weights just before the NaN. ``skip_step`` logs the
     skipped step (the guarded train_op left the weights and the model's state unchanged) and
-    fails after ``max_skipped`` skipped steps in a row, or when no step of the run was applied.
+    fails after ``max_skipped`` skipped steps in a row, or at the end when more steps of the run
+    were skipped than applied.
     """
 
     def __init__(self, step_is_finite, step_after, on_nan: str, checkpoint_dir: str, max_skipped: int = 10):
@@ -237,6 +238,12 @@ class NanGuardHook(tf1.train.SessionRunHook):
             raise NanLossError(
                 f"train.on_nan=skip_step: every step of this run ({self.skipped}) was NaN or Inf and skipped; nothing "
                 f"was learned; {self._kept()}; lower optimizer.learning_rate or check the input")
+        if self.skipped > self._applied:
+            # Skipping is for the odd bad batch; a run that skipped most of its steps has no result.
+            raise NanLossError(
+                f"train.on_nan=skip_step: {self.skipped} of this run's {self.skipped + self._applied} steps were NaN or "
+                f"Inf and skipped, more than were applied; not a result; {self._kept()}; lower "
+                "optimizer.learning_rate or check the input")
 
     def _kept(self) -> str:
         """The checkpoints kept, the latest one's largest weight: what the user restarts from."""

@@ -10,7 +10,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, replace
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 import tensorflow as tf
 
@@ -38,7 +38,7 @@ tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
 
 
-def train(cfg, workdir: str, role=None) -> Dict:
+def train(cfg, workdir: str, role=None, on_accepted: Optional[Callable[[], None]] = None) -> Dict:
     """Train to ``train.max_steps`` (resuming from ``checkpoint.dir``), evaluate, write ``metrics.json``.
 
     Args:
@@ -47,6 +47,8 @@ def train(cfg, workdir: str, role=None) -> Dict:
       role: what this process is (``trainer.training.roles``): one process (the default) or one
         training task of a cluster (``trainer.dist.task.ClusterTask``); only a chief reads and writes
         ``checkpoint.dir``.
+      on_accepted: called once this process holds the checkpoint dir, every check passed, and it
+        will train (not when the run is found finished): the command records the run's config then.
 
     Returns:
       The metrics written to ``metrics.json``.
@@ -77,6 +79,8 @@ def train(cfg, workdir: str, role=None) -> Dict:
         with role.claim(cfg, graph, workdir) as claimed:
             if claimed.finished is not None:
                 return claimed.finished
+            if on_accepted is not None:
+                on_accepted()
             if claimed.start_step:
                 _warn_if_stretched(cfg, workdir, claimed.start_step)
             result = run.train_recording_failure(claimed.start_step)
