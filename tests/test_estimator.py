@@ -118,6 +118,28 @@ def test_export_a_servable_saved_model(make_cfg, trained):
         execute(make_cfg(*CNN, "mode=export"), str(run_dir))
 
 
+def test_an_export_that_fails_midway_leaves_nothing_at_its_final_path(make_cfg, tmp_path, monkeypatch):
+    """The SavedModel is written beside its final path and renamed into place when complete; a
+    leftover of a killed export (a dead process's temporary dir) is removed by the next export."""
+    cfg = ("model=model_fn", "model.fn=estimator_models.cnn_model_fn_exports")
+    execute(make_cfg(*cfg, "train.max_steps=2"), str(tmp_path))
+    leftover = tmp_path / "export" / "temp-2-999999999"  # a pid no process has
+    (leftover / "variables").mkdir(parents=True)
+    saved = tf.compat.v1.saved_model.Builder.save
+
+    def save_then_die(self, *args, **kwargs):
+        saved(self, *args, **kwargs)  # the files are written; the process dies before the rename
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(tf.compat.v1.saved_model.Builder, "save", save_then_die)
+    with pytest.raises(RuntimeError, match="killed"):
+        execute(make_cfg(*cfg, "mode=export"), str(tmp_path))
+    assert sorted(os.listdir(tmp_path / "export")) == []  # neither the leftover nor a partial export/2
+    monkeypatch.setattr(tf.compat.v1.saved_model.Builder, "save", saved)
+    result = execute(make_cfg(*cfg, "mode=export"), str(tmp_path))
+    assert os.listdir(tmp_path / "export") == ["2"] and tf.saved_model.load(result["export_dir"]) is not None
+
+
 def test_export_outputs_name_the_signatures(make_cfg, tmp_path):
     execute(make_cfg("model=model_fn", "model.fn=estimator_models.cnn_model_fn_exports", "train.max_steps=2"), str(tmp_path))
     result = execute(make_cfg("model=model_fn", "model.fn=estimator_models.cnn_model_fn_exports", "mode=export"), str(tmp_path))

@@ -14,7 +14,7 @@ from trainer import run
 from trainer.config.rules import prepare
 from trainer.data import files as file_data, pipelines
 from trainer.data.sources import load_data
-from trainer.errors import ConfigError, DataError
+from trainer.errors import CheckpointError, ConfigError, DataError
 
 tf1 = tf.compat.v1
 NOT_ARRAYS = ["data.train_examples=null", "data.test_examples=null"]
@@ -155,6 +155,44 @@ def test_csv_table_with_string_labels_trains_with_no_other_key(make_cfg, tmp_pat
     assert result["eval_accuracy"] > 0.85  # y = f0 + f1 > 0: learnable from two of the 13 columns
     trained = weights(str(tmp_path / "run" / "checkpoints"))
     assert trained["dense/kernel"].shape == (13, 16) and trained["dense_1/kernel"].shape == (16, 2)
+
+
+def test_resuming_on_relabelled_csv_data_is_refused_naming_the_classes(make_cfg, tmp_path):
+    """cat/dog/emu became zebra/dog/emu: "dog" would move from class 1 to class 0 under the same
+    weights. The manifest records the classes; the resume is refused and the checkpoint kept."""
+    def animals(path, first):
+        rng = np.random.default_rng(0)
+        with open(path, "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["a", "b", "animal"])
+            for i in range(90):
+                writer.writerow([f"{rng.normal():.4f}", f"{rng.normal():.4f}", [first, "dog", "emu"][i % 3]])
+        return path
+
+    data = animals(tmp_path / "animals.csv", "cat")
+    cfg = (*NOT_ARRAYS, "data=csv", f"data.train_files={data}", f"data.eval_files={data}", "data.label_key=animal",
+           "eval.every_steps=null")
+    run(make_cfg(*cfg, "train.max_steps=4"), str(tmp_path / "run"))
+    manifest = json.loads((tmp_path / "run" / "checkpoints" / "manifest.json").read_text())
+    assert manifest["data"]["classes"] == ["cat", "dog", "emu"]
+    animals(data, "zebra")
+    with pytest.raises(CheckpointError, match=r"classes: \['cat', 'dog', 'emu'\] then, \['dog', 'emu', 'zebra'\] now"):
+        run(make_cfg(*cfg, "train.max_steps=8"), str(tmp_path / "run"))
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["global_step"] == 4
+
+
+def test_integers_beyond_float32s_exact_range_are_refused_not_rounded(make_cfg, tmp_path):
+    path = tmp_path / "counts.csv"
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["clicks", "label"])
+        for i in range(64):
+            writer.writerow([2**25 + 1 if i == 40 else i, i % 2])  # 33554433 would become 33554432
+    cfg = make_cfg(*NOT_ARRAYS, "data=csv", f"data.train_files={path}", f"data.eval_files={path}",
+                   "data.label_key=label", "train.max_steps=5", "train.batch_size=16", "eval.every_steps=null")
+    with pytest.raises(DataError, match=r"data.train_files: an integer beyond 2\*\*24 .* data.features.clicks"):
+        run(cfg, str(tmp_path / "run"))
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["status"] == "failed"
 
 
 def test_numpy_arrays_of_any_shape_memory_mapped(make_cfg, tmp_path):

@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 
 from trainer.checkpoints.intact import checkpoint_step, clean_leftovers, find_intact, repair_state, roll_back
 from trainer.checkpoints.lock import LOCK, DirLock
-from trainer.checkpoints.manifest import MANIFEST, check_compatible, read_manifest, write_manifest
+from trainer.checkpoints.manifest import MANIFEST, check_compatible, check_same_data, read_manifest, write_manifest
 from trainer.errors import ConfigError
 from trainer.records import read_json, write_json
 
@@ -100,8 +100,9 @@ def _set_aside(workdir: str, ckpt_dir: str) -> None:
 
 
 @contextlib.contextmanager
-def claim(cfg, graph, workdir: str):
-    """Hold ``checkpoint.dir`` for a training run of ``graph``; yields a :class:`Claim`.
+def claim(cfg, graph, workdir: str, data: Optional[Dict] = None):
+    """Hold ``checkpoint.dir`` for a training run of ``graph`` on ``data`` (its signature, recorded in
+    the manifest and checked on resume); yields a :class:`Claim`.
 
     Raises:
       CheckpointLockedError: another live run holds the dir.
@@ -125,6 +126,7 @@ def claim(cfg, graph, workdir: str):
         start_step = checkpoint_step(intact.path) if intact else 0
         if intact:
             check_compatible(intact.path, graph.graph, ckpt_dir, cfg.model.name, graph_config(cfg))
+            check_same_data(ckpt_dir, data)
         previous = read_json(metrics_path(workdir))
         if intact and _is_final(previous, start_step, cfg.train.max_steps):
             log.info("checkpoint.dir %s is already at step %d (the run finished: %s; train.max_steps=%s): nothing to do; "
@@ -134,7 +136,7 @@ def claim(cfg, graph, workdir: str):
             return
         if intact:
             repair_state(ckpt_dir, intact)
-        write_manifest(ckpt_dir, graph.graph, cfg.model.name, graph_config(cfg))
+        write_manifest(ckpt_dir, graph.graph, cfg.model.name, graph_config(cfg), data)
         os.makedirs(workdir, exist_ok=True)
         log.info("run dir %s", workdir)
         yield Claim(start_step, None)

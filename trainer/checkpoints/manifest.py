@@ -72,17 +72,42 @@ def check_compatible(path: str, graph, checkpoint_dir: str, model_name: str, gra
     raise CheckpointError(f"checkpoint.dir={checkpoint_dir} holds another model ({'; '.join(problems)}); {hint}")
 
 
+def check_same_data(checkpoint_dir: str, data: Dict) -> None:
+    """Refuse to resume on data that would give the checkpoint's classes or inputs another meaning:
+    string labels in another order or set (a class id would name another label), another label
+    key, or inputs of another dtype, shape or encoding.
+
+    Raises:
+      CheckpointError: naming what changed.
+    """
+    stored = (read_manifest(checkpoint_dir) or {}).get("data")
+    if not stored or not data:
+        return
+    changed = [k for k in sorted(set(stored) | set(data)) if stored.get(k) != data.get(k)]
+    if changed:
+        what = "; ".join(f"{k}: {stored.get(k)} then, {data.get(k)} now" for k in changed)
+        raise CheckpointError(f"checkpoint.dir={checkpoint_dir} was trained on other data ({what}): resuming would "
+                              "give its classes or inputs another meaning; give the same data (data.label_vocabulary "
+                              "fixes string labels' order), or start in another checkpoint.dir")
+
+
 def read_manifest(checkpoint_dir: str) -> Dict:
     return read_json(os.path.join(checkpoint_dir, MANIFEST))
 
 
-def write_manifest(checkpoint_dir: str, graph, model_name: str, graph_config: Dict) -> None:
-    """Record what the checkpoints of this dir hold (kept when it exists: it describes the first run)."""
+def write_manifest(checkpoint_dir: str, graph, model_name: str, graph_config: Dict, data: Dict = None) -> None:
+    """Record what the checkpoints of this dir hold (kept when it exists: it describes the first run;
+    a manifest written before data was recorded gains this run's ``data``)."""
     path = os.path.join(checkpoint_dir, MANIFEST)
     if os.path.exists(path):
-        if read_json(path):
+        existing = read_json(path)
+        if existing:
+            if data and "data" not in existing:
+                write_json(path, {**existing, "data": data}, indent=1)
             return
         log.warning("%s does not parse; written again from this run's graph (the checkpoint's variables were "
                     "checked against it)", path)
     payload = {"model": model_name, "graph_config": graph_config, "variables": graph_variables(graph)}
+    if data:
+        payload["data"] = data
     write_json(path, payload, indent=1)

@@ -315,6 +315,13 @@ class FileSource:
     def describe(self) -> str:
         return f"data={self.kind} ({len(self.train_files)} training files, {len(self.eval_files)} evaluation files)"
 
+    def signature(self) -> Dict:
+        """What a checkpoint trained on these files depends on beyond its variables' shapes: the
+        classes (a label's class id) and each input's dtype, shape and encoding."""
+        return {"classes": list(self.label_vocabulary) if self.label_vocabulary is not None else self.num_classes,
+                "label_key": self.label_key,
+                "features": {k: [f.dtype, list(f.shape), f.encoding] for k, f in sorted(self.inputs.items())}}
+
     def records(self, files: Sequence[str]) -> int:
         for path in files:
             if path not in self._counts:

@@ -268,7 +268,13 @@ def _packed(inputs: list, features: dict) -> object:
     a single input keeps its shape ([H, W] gets a channel axis), several are flattened and joined."""
 
     def number(f):
-        x = tf.cast(features[f.name], tf.float32)
+        x = features[f.name]
+        if f.dtype in ("int64", "int32"):  # float32 holds integers exactly up to 2**24 only: refuse, never round
+            exact = tf.debugging.assert_less_equal(tf.abs(x), tf.constant(_EXACT_IN_FLOAT32, x.dtype),
+                                                   message=f"{_BEYOND_FLOAT32} data.features.{f.name}")
+            with tf.control_dependencies([exact]):
+                x = tf.identity(x)
+        x = tf.cast(x, tf.float32)
         return x / 255.0 if f.dtype == "uint8" else x
 
     if len(inputs) == 1:
@@ -348,6 +354,10 @@ def make_file_pipeline(source: FileSource, batch_size: int, train: bool, pack_ke
     return Pipeline(features, labels, iterator.initializer, feeds)
 
 
+_EXACT_IN_FLOAT32 = 2**24
+_BEYOND_FLOAT32 = "an integer beyond 2**24 (not exact in float32) in"
+
+
 def input_error(data, error: Exception) -> Optional[DataError]:
     """A one-line DataError naming the file and record when ``error`` came from a file source's
     input (a record that does not parse, a bad label); None when it did not or nothing is found."""
@@ -355,11 +365,15 @@ def input_error(data, error: Exception) -> Optional[DataError]:
         return None
     text = str(error)
     if "train_input/" in text:
-        files = data.train_files
+        files, split = data.train_files, "data.train_files"
     elif "eval_input/" in text:
-        files = data.eval_files
+        files, split = data.eval_files, "data.eval_files"
     else:
         return None
+    if _BEYOND_FLOAT32 in text:
+        feature = text.split(_BEYOND_FLOAT32, 1)[1].split()[0]
+        return DataError(f"{split}: {_BEYOND_FLOAT32} {feature}; the built-in models read numbers as float32: "
+                         f"rescale the feature, add it to data.ignore, or read it in your own model_fn")
     found = data.diagnose(files)
     return DataError(found) if found else None
 

@@ -78,10 +78,10 @@ class ClusterTask:
         """Checked where it is evaluated: by the chief."""
         return objective_metric(name, evaluation.metric_names()) if self.is_chief else name
 
-    def claim(self, cfg, graph, workdir: str):
+    def claim(self, cfg, graph, workdir: str, data=None):
         """The chief holds the checkpoint dir, and goes on even when the run has finished (its workers
         wait for it to restore); a worker never touches it."""
-        return _going_on(claim_dir(cfg, graph, workdir)) if self.is_chief else own_dir(workdir)
+        return _going_on(claim_dir(cfg, graph, workdir, data)) if self.is_chief else own_dir(workdir)
 
     def checkpoint_dir(self, cfg) -> Optional[str]:
         return cfg.checkpoint.dir if self.is_chief else None

@@ -2,9 +2,11 @@
 or a default ``serving_default`` predict signature of all predictions; the serving input is
 ``export.serving_input_fn``'s, or placeholders shaped like the eval input's features."""
 
+import contextlib
 import json
 import logging
 import os
+import shutil
 from typing import Dict
 
 import tensorflow as tf
@@ -77,6 +79,44 @@ def _signatures(spec, receivers) -> Dict:
     return {"serving_default": tf1.saved_model.predict_signature_def(inputs=receivers, outputs=outputs)}
 
 
+_TEMP = "temp-"  # TensorFlow Serving loads only dirs named by a number: it never sees one of these
+
+
+def _clean_leftovers(parent: str) -> None:
+    """Temporary export dirs of processes that are gone (killed mid-export) are removed."""
+    for name in os.listdir(parent) if os.path.isdir(parent) else ():
+        pid = name.rsplit("-", 1)[-1]
+        if name.startswith(_TEMP) and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+            log.info("removed %s, left by an export that did not finish", os.path.join(parent, name))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def _staged(export_dir: str):
+    """A temporary dir beside ``export_dir``, renamed to it once the SavedModel is complete (as Estimator
+    exported): a kill mid-export leaves no partial SavedModel at the final path, and the next export
+    removes the leftover."""
+    parent = os.path.dirname(export_dir)
+    _clean_leftovers(parent)
+    staged = os.path.join(parent, f"{_TEMP}{os.path.basename(export_dir)}-{os.getpid()}")
+    shutil.rmtree(staged, ignore_errors=True)
+    try:
+        yield staged
+        os.rename(staged, export_dir)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+
+
 def export(cfg, workdir: str) -> Dict:
     """Export ``export.checkpoint`` (default: the newest in ``checkpoint.dir``) to ``export.dir``
     (default ``export/<global step>`` in the run dir, never overwritten); returns the record."""
@@ -92,9 +132,9 @@ def export(cfg, workdir: str) -> Dict:
         receivers, features = _serving_input(cfg, data, run_config)
         spec, saver, _ = build_predict_part(cfg, features, device, run_config)
         signatures = _signatures(spec, receivers)
-        with tf1.Session(config=session_config(cfg.device, device)) as sess:
+        with tf1.Session(config=session_config(cfg.device, device)) as sess, _staged(export_dir) as staged:
             saver.restore(sess, path)
-            builder = tf1.saved_model.Builder(export_dir)
+            builder = tf1.saved_model.Builder(staged)
             builder.add_meta_graph_and_variables(sess, [tf1.saved_model.tag_constants.SERVING],
                                                  signature_def_map=signatures, strip_default_attrs=True)
             builder.save()

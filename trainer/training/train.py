@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from trainer.checkpoints.guard import metrics_path
 from trainer.checkpoints.intact import latest_step
+from trainer.data.files import FileSource
 from trainer.data.pipelines import input_error
 from trainer.data.sources import check_training_arrays, eval_source, load_data
 from trainer.errors import Preempted, describe
@@ -76,7 +77,8 @@ def train(cfg, workdir: str, role=None, on_accepted: Optional[Callable[[], None]
     objective = role.objective(cfg.eval.objective, evaluation)
     run = _Run(cfg, workdir, graph, device, user, role, timings, arrays, run_config, evaluation, objective, precision)
     try:
-        with role.claim(cfg, graph, workdir) as claimed:
+        data = arrays.signature() if isinstance(arrays, FileSource) else None
+        with role.claim(cfg, graph, workdir, data) as claimed:
             if claimed.finished is not None:
                 return claimed.finished
             if on_accepted is not None:
