@@ -190,9 +190,24 @@ def test_integers_beyond_float32s_exact_range_are_refused_not_rounded(make_cfg, 
             writer.writerow([2**25 + 1 if i == 40 else i, i % 2])  # 33554433 would become 33554432
     cfg = make_cfg(*NOT_ARRAYS, "data=csv", f"data.train_files={path}", f"data.eval_files={path}",
                    "data.label_key=label", "train.max_steps=5", "train.batch_size=16", "eval.every_steps=null")
-    with pytest.raises(DataError, match=r"data.train_files: an integer beyond 2\*\*24 .* data.features.clicks"):
+    with pytest.raises(DataError, match=r"counts.csv: row 41 \(line 42\): feature 'clicks' holds an integer beyond 2\*\*24"):
         run(cfg, str(tmp_path / "run"))
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["status"] == "failed"
+
+
+@pytest.mark.parametrize("on_nan", ["stop", "skip_step"])
+def test_a_nan_in_a_later_record_is_named_not_blamed_on_the_learning_rate(make_cfg, tmp_path, on_nan):
+    path = tmp_path / "table.csv"
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["a", "b", "label"])
+        for i in range(200):
+            writer.writerow(["nan" if i == 150 else f"{i / 100:.2f}", "0.5", i % 2])
+    cfg = make_cfg(*NOT_ARRAYS, "data=csv", f"data.train_files={path}", f"data.eval_files={path}",
+                   "data.label_key=label", "train.max_steps=30", "train.batch_size=16", "eval.every_steps=null",
+                   f"train.on_nan={on_nan}")
+    with pytest.raises(DataError, match=r"table.csv: row 151 \(line 152\): feature 'a' is NaN or Inf"):
+        run(cfg, str(tmp_path / "run"))
 
 
 def test_numpy_arrays_of_any_shape_memory_mapped(make_cfg, tmp_path):

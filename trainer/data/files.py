@@ -21,6 +21,7 @@ finds the first record that breaks the spec (:meth:`FileSource.diagnose`).
 """
 
 import csv
+import math
 import glob
 import gzip
 import logging
@@ -192,6 +193,16 @@ def holds_records(kind: str, paths: Sequence[str], at_least: int = 1, compressio
             if found >= at_least:
                 return True
     return False
+
+
+def _example_values(serialized: bytes) -> Dict[str, list]:
+    """Each feature of a serialized ``tf.train.Example`` as a list of its values."""
+    from tensorflow.core.example import example_pb2
+
+    example = example_pb2.Example()
+    example.ParseFromString(serialized)
+    return {name: list(getattr(f, f.WhichOneof("kind")).value) for name, f in example.features.feature.items()
+            if f.WhichOneof("kind")}
 
 
 def check_example(serialized: bytes, features: Dict[str, Feature], where: str) -> None:
@@ -371,16 +382,17 @@ class FileSource:
         for path in (self.train_files[0], self.eval_files[0]):
             self._scan(path, limit=1)
 
-    def diagnose(self, files: Sequence[str]) -> Optional[str]:
-        """The first record of ``files`` that breaks the spec, as one line (None if none does)."""
+    def diagnose(self, files: Sequence[str], numbers: bool = False) -> Optional[str]:
+        """The first record of ``files`` that breaks the spec, as one line (None if none does);
+        ``numbers``: also a numeric input that is NaN or Inf, or an integer beyond float32's exact range."""
         for path in files:
             try:
-                self._scan(path)
+                self._scan(path, numbers=numbers)
             except DataError as e:
                 return str(e)
         return None
 
-    def _scan(self, path: str, limit: Optional[int] = None) -> None:
+    def _scan(self, path: str, limit: Optional[int] = None, numbers: bool = False) -> None:
         if self.kind == "tfrecord":
             for index, record in enumerate(tfrecord_records(path, self.compression)):
                 if limit is not None and index >= limit:
@@ -388,6 +400,8 @@ class FileSource:
                 where = f"{path}: record {index}"
                 check_example(record, self.features, where)
                 self._check_label_record(record, where)
+                if numbers:
+                    self._check_numbers(_example_values(record), where)
             return
         with open(path, newline="") as f:
             reader = csv.reader(f)
@@ -400,6 +414,21 @@ class FileSource:
                 where = f"{path}: row {index + 1} (line {reader.line_num})"
                 check_csv_row(row, self.features, where)
                 self._check_label(row[list(self.features).index(self.label_key)], where)
+                if numbers:
+                    self._check_numbers(dict(zip(self.features, row)), where)
+
+    def _check_numbers(self, values: Dict[str, object], where: str) -> None:
+        """Each plain numeric input of a record is finite, and an integer is exact in float32."""
+        for name, spec in self.inputs.items():
+            if spec.encoding or spec.var_len or spec.dtype == "string" or name not in values:
+                continue
+            raw = values[name]
+            found = [float(v) for v in (raw if isinstance(raw, (list, tuple)) else [raw]) if v != ""]
+            if not all(math.isfinite(v) for v in found):
+                raise DataError(f"{where}: feature {name!r} is NaN or Inf; fix or drop the record")
+            if spec.dtype in ("int64", "int32") and any(abs(v) > 2**24 for v in found):
+                raise DataError(f"{where}: feature {name!r} holds an integer beyond 2**24 (not exact in float32); "
+                                "rescale the feature, or add it to data.ignore")
 
     def _check_label_record(self, record: bytes, where: str) -> None:
         from tensorflow.core.example import example_pb2

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from trainer.config.targets import declared_args, load_callable
 from trainer.data.files import CYCLE_LENGTH, Feature, FileSource
-from trainer.errors import ConfigError, DataError
+from trainer.errors import ConfigError, DataError, NanLossError
 from trainer.estimator import ModeKeys
 
 tf1 = tf.compat.v1
@@ -275,6 +275,8 @@ def _packed(inputs: list, features: dict) -> object:
             with tf.control_dependencies([exact]):
                 x = tf.identity(x)
         x = tf.cast(x, tf.float32)
+        if f.dtype == "float32":  # a NaN input is the data's fault: say so before it reaches the loss
+            x = tf.debugging.assert_all_finite(x, f"{_NOT_FINITE} data.features.{f.name}")
         return x / 255.0 if f.dtype == "uint8" else x
 
     if len(inputs) == 1:
@@ -356,12 +358,18 @@ def make_file_pipeline(source: FileSource, batch_size: int, train: bool, pack_ke
 
 _EXACT_IN_FLOAT32 = 2**24
 _BEYOND_FLOAT32 = "an integer beyond 2**24 (not exact in float32) in"
+_NOT_FINITE = "NaN or Inf in"
 
 
 def input_error(data, error: Exception) -> Optional[DataError]:
     """A one-line DataError naming the file and record when ``error`` came from a file source's
     input (a record that does not parse, a bad label); None when it did not or nothing is found."""
-    if not isinstance(data, FileSource) or not isinstance(error, tf.errors.OpError):
+    if not isinstance(data, FileSource):
+        return None
+    if isinstance(error, NanLossError):
+        found = data.diagnose(data.train_files, numbers=True)  # a model_fn of the user's read a NaN input
+        return DataError(f"{found}; the loss became NaN or Inf") if found else None
+    if not isinstance(error, tf.errors.OpError):
         return None
     text = str(error)
     if "train_input/" in text:
@@ -370,10 +378,13 @@ def input_error(data, error: Exception) -> Optional[DataError]:
         files, split = data.eval_files, "data.eval_files"
     else:
         return None
-    if _BEYOND_FLOAT32 in text:
-        feature = text.split(_BEYOND_FLOAT32, 1)[1].split()[0]
-        return DataError(f"{split}: {_BEYOND_FLOAT32} {feature}; the built-in models read numbers as float32: "
-                         f"rescale the feature, add it to data.ignore, or read it in your own model_fn")
+    for marker in (_BEYOND_FLOAT32, _NOT_FINITE):
+        if marker in text:
+            found = data.diagnose(files, numbers=True)  # the file and record
+            feature = text.split(marker, 1)[1].split()[0].rstrip(":")
+            return DataError(found or f"{split}: {marker} {feature}; fix the records, rescale the feature or add it "
+                                      "to data.ignore")
+
     found = data.diagnose(files)
     return DataError(found) if found else None
 
