@@ -178,6 +178,11 @@ def test_gpu_slot_picks_one_gpu_per_job(make_cfg):
     (["optimizer.learning_rate=inf"], "optimizer.learning_rate=inf: must be a finite number"),
     (["optimizer.learning_rate=nan"], "optimizer.learning_rate=nan: must be a finite number"),
     (["train.max_steps=99999999999999999999"], "larger than TensorFlow's int64"),
+    (["checkpoint.restore_step=10", "train.max_steps=5"], "checkpoint.restore_step=10 is beyond train.max_steps=5"),
+    (["optimizer=adamw", "optimizer.weight_decay=2"], r"optimizer.weight_decay=2(.0)?: the fraction .* \[0, 1\)"),
+    (["optimizer=adam", "optimizer.beta1=1.5"], r"optimizer.beta1=1.5: must lie in \[0, 1\)"),
+    (["optimizer=adam", "optimizer.epsilon=-1"], r"optimizer.epsilon=-1(.0)?: must be a finite number > 0"),
+    (["optimizer=momentum", "optimizer.momentum=1.0"], r"optimizer.momentum=1.0: must lie in \[0, 1\)"),
 ])
 def test_values_that_would_be_ignored_or_run_for_ever_are_refused(make_cfg, overrides, message):
     with pytest.raises(ConfigError, match=message):

@@ -87,6 +87,18 @@ def test_raising_max_steps_under_a_schedule_that_decays_to_it_is_said_on_resume(
     assert not [r for r in caplog.records if "decays to train.max_steps" in r.getMessage()]
 
 
+def test_a_schedule_switched_on_resume_is_said_with_the_rates_jump(make_cfg, tmp_path, caplog):
+    cosine = ["optimizer=momentum", "optimizer.learning_rate=0.05", "optimizer.schedule=cosine", "train.max_steps=20"]
+    run(make_cfg(*cosine, "train.max_steps=10"), str(tmp_path))
+    piecewise = ["optimizer=momentum", "optimizer.schedule=piecewise", "optimizer.boundaries=[15]",
+                 "optimizer.values=[0.1,0.01]", "train.max_steps=20"]
+    with caplog.at_level("WARNING", logger="trainer"):
+        run(make_cfg(*piecewise), str(tmp_path))
+    said = [r.getMessage() for r in caplog.records if "schedule changed" in r.getMessage()]
+    assert len(said) == 1 and "schedule cosine -> piecewise" in said[0], said
+    assert said[0].endswith("the rate at step 10 goes from 0 to 0.1"), said  # the 10-step cosine had reached 0
+
+
 def _one_step(make_cfg, tmp_path, *overrides):
     """The trainable weights before and after one step of the runner's train op (same batch, same init)."""
     from trainer.data.sources import load_arrays

@@ -87,9 +87,33 @@ def _finite_rate(key, value, allow_zero=False) -> None:
         raise ConfigError(f"{key}={value}: must be a finite number {bound}; set {key} to a number {bound}")
 
 
+# Optimizer arguments whose range TensorFlow does not check: outside it a run "finishes" at chance.
+_FRACTIONS = ("beta1", "beta2", "momentum", "decay", "rho")  # a moving average's keep rate: [0, 1)
+_POSITIVE = ("epsilon", "initial_accumulator_value")
+
+
+def _check_optimizer_args(opt) -> None:
+    for key in _FRACTIONS:
+        value = opt.get(key)
+        if isinstance(value, (int, float)) and not (0 <= value < 1):
+            raise ConfigError(f"optimizer.{key}={value}: must lie in [0, 1) (e.g. 0.9); set optimizer.{key} to a "
+                              "fraction")
+    for key in _POSITIVE:
+        value = opt.get(key)
+        if isinstance(value, (int, float)) and not (value > 0 and math.isfinite(value)):
+            raise ConfigError(f"optimizer.{key}={value}: must be a finite number > 0; set optimizer.{key} to a small "
+                              "positive number")
+    decay = opt.get("weight_decay")
+    if isinstance(decay, (int, float)) and not (0 <= decay < 1):
+        raise ConfigError(f"optimizer.weight_decay={decay}: the fraction of each weight taken off per step (at the "
+                          "peak rate) must lie in [0, 1); e.g. optimizer.weight_decay=1e-4")
+
+
 def _check_optimizer(cfg) -> None:
-    """The schedule, clipping and weight-decay keys (``trainer.model.schedules``)."""
+    """The schedule, clipping and weight-decay keys (``trainer.model.schedules``), and the ranges of
+    the optimizer's own arguments."""
     opt = cfg.optimizer
+    _check_optimizer_args(opt)
     schedule = str(opt.get("schedule", "constant"))
     lr = opt.get("learning_rate")
     if lr is not None and not (lr > 0 and math.isfinite(lr)) and schedule != "piecewise":
@@ -198,6 +222,10 @@ def validate(cfg) -> None:
         )
     _positive("checkpoint.keep", cfg.checkpoint.keep, allow_zero=True)
     _positive("checkpoint.restore_step", cfg.checkpoint.restore_step, allow_none=True, allow_zero=True)
+    restore, max_steps = cfg.checkpoint.restore_step, cfg.train.max_steps
+    if restore is not None and max_steps is not None and restore > max_steps:
+        raise ConfigError(f"checkpoint.restore_step={restore} is beyond train.max_steps={max_steps}: the run would "
+                          "end above its target; restore a step <= train.max_steps, or raise train.max_steps")
     _positive("summary.every_steps", cfg.summary.every_steps, allow_none=True, allow_zero=True)
     _positive("eval.every_steps", cfg.eval.every_steps, allow_none=True, allow_zero=True)
     _positive("eval.batch_size", cfg.eval.batch_size)

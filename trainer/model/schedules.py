@@ -50,6 +50,35 @@ def stretched(optimizer_cfg, step: int, before, now):
             f"optimizer.decay_steps={int(before) - int(optimizer_cfg.warmup_steps)} to keep the former curve")
 
 
+def schedule_record(optimizer_cfg):
+    """The learning rate and the schedule's keys, as plain values (a run's record keeps them, so that
+    a resume can say how its rate moved). None for an optimizer config without the runner's keys."""
+    if "schedule" not in optimizer_cfg:
+        return None
+    keys = ("learning_rate",) + SCHEDULE_KEYS
+    return {k: (list(optimizer_cfg[k]) if k in ("boundaries", "values") else
+                str(optimizer_cfg[k]) if k == "schedule" else optimizer_cfg[k]) for k in keys if k in optimizer_cfg}
+
+
+def rescheduled(previous, optimizer_cfg, step: int, max_before, max_now):
+    """The warning for a resumed run whose schedule keys changed from ``previous`` (a
+    :func:`schedule_record`): the rate at ``step`` moves from the old curve to the new one. None
+    when nothing changed."""
+    now = schedule_record(optimizer_cfg)
+    if not previous or now is None or previous == now:
+        return None
+    from omegaconf import OmegaConf
+
+    changed = ", ".join(f"{k} {previous.get(k)} -> {now.get(k)}" for k in now if previous.get(k) != now.get(k))
+    try:
+        was = expected_rate(OmegaConf.create(previous), step, max_before)
+    except Exception:  # a record the current keys cannot read: say what changed without the rate
+        return f"the learning-rate schedule changed since the checkpoint ({changed})"
+    becomes = expected_rate(optimizer_cfg, step, max_now)
+    return (f"the learning-rate schedule changed since the checkpoint ({changed}): the rate at step {step} goes from "
+            f"{was:.3g} to {becomes:.3g}")
+
+
 def learning_rate(optimizer_cfg, global_step, max_steps):
     """The scheduled learning rate, a float32 tensor of ``global_step``."""
     kind = str(optimizer_cfg.schedule)

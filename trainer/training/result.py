@@ -8,6 +8,7 @@ from typing import Dict
 import tensorflow as tf
 
 from trainer.errors import TrainingError
+from trainer.model.schedules import schedule_record
 from trainer.records import eval_key
 from trainer.compat import onednn_enabled
 
@@ -72,6 +73,7 @@ def chief_record(run, start_step: int, metrics, stats, preemption, final_step: i
         "session": str(cfg.session.kind), "model": cfg.model.name, "data": cfg.data.name, "device": device,
         "precision": run.precision, "onednn": onednn_enabled(), "checkpoint_dir": cfg.checkpoint.dir,
         "timings": _rounded(timings), "max_steps": cfg.train.max_steps,
+        "optimizer_schedule": schedule_record(cfg.optimizer),
         "stop_reason": stop_reason(cfg.train.max_steps, final_step, stats, preemption),
     }
     record.update(extra or {})

@@ -25,7 +25,7 @@ from trainer.hooks.assembly import RunParts, UserHooks, make_training_hooks, mak
 from trainer.hooks.evaluation import EvalHook, SeparateEvaluation, SharedEvaluation
 from trainer.model.graph import TrainGraph, build_eval_graph, build_graph
 from trainer.model.model_fn import make_run_config
-from trainer.model.schedules import stretched
+from trainer.model.schedules import rescheduled, stretched
 from trainer.records import MetricsLog, failure_record, read_json, write_json
 from trainer.session.device import check_replicas, resolve_device, resolve_precision, session_config, visible_gpus
 from trainer.compat import onednn_enabled
@@ -107,9 +107,12 @@ def _load_data(cfg):
 
 
 def _warn_if_stretched(cfg, workdir: str, start_step: int) -> None:
-    """A resumed run whose ``train.max_steps`` moved: its schedule's decay moves with it (said once)."""
-    change = stretched(cfg.optimizer, start_step, read_json(metrics_path(workdir)).get("max_steps"),
-                       cfg.train.max_steps)
+    """A resumed run whose schedule changed, or whose ``train.max_steps`` moved under a schedule that
+    decays to it: the learning rate jumps at the restored step (said once)."""
+    previous = read_json(metrics_path(workdir))
+    change = (rescheduled(previous.get("optimizer_schedule"), cfg.optimizer, start_step, previous.get("max_steps"),
+                          cfg.train.max_steps)
+              or stretched(cfg.optimizer, start_step, previous.get("max_steps"), cfg.train.max_steps))
     if change:
         log.warning(change)
 
