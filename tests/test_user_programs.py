@@ -149,6 +149,34 @@ def test_an_evaluation_of_zero_examples_fails_the_run(make_cfg, tmp_path):
     assert result["status"] == "failed" and "eval_accuracy" not in result and "objective_value" not in result
 
 
+def test_eval_steps_bounds_an_eval_input_that_never_ends(make_cfg, tmp_path):
+    cfg = make_cfg("model=model_fn", "model.fn=user_models.step_by_three", "data=input_fn", "train.max_steps=6",
+                   "data.train_fn=user_models.train_input", "data.eval_fn=user_models.endless_eval_input",
+                   "eval.steps=3", "eval.every_steps=null")
+    result = execute(cfg, str(tmp_path))
+    assert (result["status"], result["eval_examples"]) == ("finished", 12)  # 3 batches of 4
+
+
+def test_sigterm_during_an_evaluation_that_never_ends_stops_the_run(tmp_path):
+    import signal
+    import time
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([TESTS_DIR, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([TRAIN, f"hydra.run.dir={tmp_path}", *QUIET, "model=model_fn",
+                             "model.fn=user_models.step_by_three", "data=input_fn", "train.max_steps=600",
+                             "data.train_fn=user_models.train_input", "data.eval_fn=user_models.endless_eval_input",
+                             "eval.every_steps=6"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not (tmp_path / "checkpoints" / "model.ckpt-0.index").exists() and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(2.0)  # step 6's evaluation has begun, and never ends by itself
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "the evaluation at step 6 was stopped by the signal" in err or "stopped by SIGTERM" in err, err
+    assert record(tmp_path)["status"] == "preempted"
+
+
 def test_a_train_op_moving_the_step_by_three_evaluates_once_per_boundary(make_cfg, tmp_path):
     cfg = make_cfg("model=model_fn", "model.fn=user_models.step_by_three", "train.max_steps=30",
                    "eval.every_steps=5", "log.every_steps=5")

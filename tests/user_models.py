@@ -65,6 +65,13 @@ def empty_eval_input(params):
     return tf.data.Dataset.from_tensor_slices(({"x": images}, labels)).filter(lambda f, l: l > 0).batch(4)
 
 
+def endless_eval_input(params):
+    """An eval input_fn that repeats for ever (a training input_fn reused for evaluation)."""
+    images = tf.random.stateless_uniform([16, 28, 28, 1], seed=[5, 6])
+    labels = tf.random.stateless_uniform([16], seed=[7, 8], maxval=10, dtype=tf.int32)
+    return tf.data.Dataset.from_tensor_slices(({"x": images}, labels)).repeat().batch(4)
+
+
 def train_input(params):
     images = tf.random.stateless_uniform([64, 28, 28, 1], seed=[1, 2])
     labels = tf.random.stateless_uniform([64], seed=[3, 4], maxval=10, dtype=tf.int32)

@@ -229,6 +229,7 @@ def validate(cfg) -> None:
     _positive("summary.every_steps", cfg.summary.every_steps, allow_none=True, allow_zero=True)
     _positive("eval.every_steps", cfg.eval.every_steps, allow_none=True, allow_zero=True)
     _positive("eval.batch_size", cfg.eval.batch_size)
+    _positive("eval.steps", cfg.eval.steps, allow_none=True)
     _positive("log.every_steps", cfg.log.every_steps)
     _positive("data.train_examples", cfg.data.train_examples, allow_none=True)
     _positive("data.test_examples", cfg.data.test_examples, allow_none=True)

@@ -283,6 +283,7 @@ class SummaryConfig:
 @dataclass
 class EvalConfig:
     every_steps: Optional[int] = 1000  # evaluate on the test split every N steps; null or 0: only at the end
+    steps: Optional[int] = None  # batches per evaluation (EvalSpec's steps); null: until the eval input ends
     batch_size: int = 1000
     checkpoint: Optional[str] = None  # mode=evaluate: a checkpoint prefix; null: the latest in checkpoint.dir
     objective: str = "accuracy"  # eval metric the task returns to sweepers

@@ -114,7 +114,8 @@ def make_training_hooks(cfg, graph, user: UserHooks, parts: RunParts, role) -> T
     eval_hook = EvalHook(graph, parts.evaluation, cfg.eval.every_steps, metrics,
                          summary_dir=eval_dir,
                          listeners=[h for h in user.every + user.chief if hasattr(h, "on_eval")],
-                         skip_final=lambda: preemption.signum is not None, source=parts.eval_source)
+                         skip_final=lambda: preemption.signum is not None, source=parts.eval_source,
+                         steps=cfg.eval.steps)
     chief = [
         NanGuardHook(graph.step_is_finite, graph.step_after, cfg.train.on_nan, cfg.checkpoint.dir,
                      cfg.train.max_skipped_steps),

@@ -21,23 +21,36 @@ tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
 
 
-def evaluate_once(session, evaluation, run_update: Optional[Callable] = None) -> Tuple[Dict[str, float], int]:
-    """Reset the metrics, start the eval input, run the metric updates to the end of the input, and
-    read the metrics. ``evaluation`` is an ``EvalGraph``; ``run_update`` runs each update (default
-    ``session.run``; a hooked session's ``run`` to drive evaluation hooks).
+class EvaluationStopped(Exception):
+    """A signal came during an evaluation: it ends without a result."""
+
+
+def evaluate_once(session, evaluation, run_update: Optional[Callable] = None, steps: Optional[int] = None,
+                  stopped: Optional[Callable[[], bool]] = None) -> Tuple[Dict[str, float], int]:
+    """Reset the metrics, start the eval input, run the metric updates to the end of the input (or
+    ``steps`` batches, ``eval.steps``), and read the metrics. ``evaluation`` is an ``EvalGraph``;
+    ``run_update`` runs each update (default ``session.run``; a hooked session's ``run`` to drive
+    evaluation hooks); ``stopped()`` is asked before each batch (a signal came).
 
     Returns:
       (metric values, examples read).
+
+    Raises:
+      EvaluationStopped: ``stopped()`` said so.
     """
     run_update = run_update or session.run
     session.run(evaluation.reset_op)
     if evaluation.input.initializer is not None:
         session.run(evaluation.input.initializer, feed_dict=evaluation.input.feeds(0))
-    while True:
+    batches = 0
+    while steps is None or batches < steps:
+        if stopped is not None and stopped():
+            raise EvaluationStopped()
         try:
             run_update(evaluation.update_op)
         except tf.errors.OutOfRangeError:
             break
+        batches += 1
     values = {k: float(v) for k, v in session.run(evaluation.metrics).items()}
     return values, int(session.run(evaluation.examples))
 
@@ -77,8 +90,8 @@ class SharedEvaluation:
     def __init__(self, evaluation):
         self._evaluation = evaluation
 
-    def run(self, session) -> Tuple[Dict[str, float], int]:
-        return evaluate_once(session, self._evaluation)
+    def run(self, session, steps: Optional[int] = None, stopped=None) -> Tuple[Dict[str, float], int]:
+        return evaluate_once(session, self._evaluation, steps=steps, stopped=stopped)
 
     def metric_names(self) -> List[str]:
         return sorted(self._evaluation.metrics)
@@ -124,7 +137,7 @@ class SeparateEvaluation:
         """The metrics' names (builds the evaluation graph, which also checks its variables)."""
         return sorted(self._graph()[0].metrics)
 
-    def run(self, session) -> Tuple[Dict[str, float], int]:
+    def run(self, session, steps: Optional[int] = None, stopped=None) -> Tuple[Dict[str, float], int]:
         evaluation, scaffold, names = self._graph()
         self._weights = session.run({name: self._train[name] for name in names})
         with evaluation.graph.as_default():
@@ -132,7 +145,8 @@ class SeparateEvaluation:
             with tf1.train.MonitoredSession(session_creator=creator,
                                             hooks=list(evaluation.spec.evaluation_hooks)) as sess:
                 return sess.run_step_fn(lambda step_context: evaluate_once(
-                    step_context.session, evaluation, run_update=step_context.run_with_hooks))
+                    step_context.session, evaluation, run_update=step_context.run_with_hooks, steps=steps,
+                    stopped=stopped))
 
 
 class EvalHook(tf1.train.SessionRunHook):
@@ -144,9 +158,11 @@ class EvalHook(tf1.train.SessionRunHook):
     """
 
     def __init__(self, graph, evaluation, every_steps: Optional[int], metrics: MetricsLog, summary_dir: Optional[str],
-                 listeners: List = (), skip_final: Optional[Callable[[], bool]] = None, source: str = "the eval input"):
+                 listeners: List = (), skip_final: Optional[Callable[[], bool]] = None, source: str = "the eval input",
+                 steps: Optional[int] = None):
         self.listeners = list(listeners)
-        self._skip_final = skip_final  # true when the final evaluation should be skipped (preemption)
+        self._skip_final = skip_final  # true once a signal came: the final evaluation is skipped, a running one ends
+        self._steps = steps  # eval.steps: batches per evaluation (None: the whole eval input)
         self._graph = graph
         self._evaluation = evaluation
         self._cadence = StepCadence(every_steps)
@@ -177,10 +193,15 @@ class EvalHook(tf1.train.SessionRunHook):
         if self._step is not None and self._step != self._last_eval_step:
             self.evaluate(session)
 
-    def evaluate(self, session) -> Dict[str, float]:
+    def evaluate(self, session) -> Optional[Dict[str, float]]:
+        """One evaluation, recorded; None when a signal ended it (the run then stops and saves)."""
         start = time.time()
         step = int(session.run(self._graph.global_step))
-        values, examples = self._evaluation.run(session)
+        try:
+            values, examples = self._evaluation.run(session, self._steps, self._skip_final)
+        except EvaluationStopped:
+            log.warning("the evaluation at step %d was stopped by the signal; it is not recorded", step)
+            return None
         check_examples(examples, f"{self._source} at step {step}")
         self._last_eval_step = self._step = step
         self._metrics.record("eval", step, dict(values, examples=examples))

@@ -36,7 +36,8 @@ def evaluate(cfg, workdir: str) -> Dict:
             with tf1.train.MonitoredSession(session_creator=creator,
                                             hooks=list(evaluation.spec.evaluation_hooks)) as sess:
                 def one_pass(step_context):
-                    found = evaluate_once(step_context.session, evaluation, run_update=step_context.run_with_hooks)
+                    found = evaluate_once(step_context.session, evaluation, run_update=step_context.run_with_hooks,
+                                          steps=cfg.eval.steps)
                     return found, int(step_context.session.run(evaluation.global_step))
 
                 (values, examples), step = sess.run_step_fn(one_pass)
