@@ -135,3 +135,15 @@ def test_mnist_cnn_and_linear_build_and_step(make_cfg, tmp_path):
 def test_optimizers(make_cfg, tmp_path, optimizer):
     metrics = run(make_cfg(f"optimizer={optimizer}", "train.max_steps=5"), str(tmp_path))
     assert metrics["global_step"] == 5
+
+
+
+def test_training_without_evaluation_records_no_objective(make_cfg, tmp_path):
+    """eval.enabled=false (Estimator.train): no eval input needed, no evaluation run, the record has the
+    loss and no eval metric or objective."""
+    cfg = make_cfg("model=model_fn", "model.fn=estimator_models.cnn_model_fn", "data=input_fn",
+                   "data.train_fn=estimator_models.train_input_fn", "eval.enabled=false", "train.max_steps=4")
+    result = run(cfg, str(tmp_path))
+    assert result["status"] == "finished" and result["global_step"] == 4 and result["loss"] is not None
+    assert "objective" not in result and not [k for k in result if k.startswith("eval_")]
+    assert not (tmp_path / "checkpoints" / "eval").exists() or not os.listdir(tmp_path / "checkpoints" / "eval")

@@ -199,7 +199,10 @@ def validate(cfg) -> None:
     _check_model_params(cfg)
     if OmegaConf.is_missing(cfg.model, "fn"):
         raise ConfigError("model.fn is not set; give your model_fn as a dotted path, e.g. model.fn=my_pkg.my_module.model_fn")
-    for key in ("train_fn", "eval_fn"):
+    if not cfg.eval.enabled and cfg.mode != "train":
+        raise ConfigError(f"eval.enabled=false with mode={cfg.mode}: only mode=train runs without an evaluation; "
+                          "set eval.enabled=true")
+    for key in ("train_fn", "eval_fn") if cfg.eval.enabled else ("train_fn",):
         if OmegaConf.is_missing(cfg.data, key):
             raise ConfigError(f"data.{key} is not set; data=input_fn needs data.train_fn and data.eval_fn (dotted paths)")
     if cfg.mode == "train_and_evaluate" and not cfg.eval.every_steps:

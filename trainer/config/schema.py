@@ -284,6 +284,7 @@ class SummaryConfig:
 class EvalConfig:
     every_steps: Optional[int] = 1000  # evaluate on the test split every N steps; null or 0: only at the end
     steps: Optional[int] = None  # batches per evaluation (EvalSpec's steps); null: until the eval input ends
+    enabled: bool = True  # false: train only, no evaluation and no objective (Estimator.train); mode=train only
     batch_size: int = 1000
     checkpoint: Optional[str] = None  # mode=evaluate: a checkpoint prefix; null: the latest in checkpoint.dir
     objective: str = "accuracy"  # eval metric the task returns to sweepers

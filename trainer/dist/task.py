@@ -76,6 +76,8 @@ class ClusterTask:
 
     def objective(self, name: str, evaluation) -> str:
         """Checked where it is evaluated: by the chief."""
+        if evaluation is None:
+            return None
         return objective_metric(name, evaluation.metric_names()) if self.is_chief else name
 
     def claim(self, cfg, graph, workdir: str, data=None):

@@ -7,7 +7,7 @@ comes first, so a NaN step is refused before any other hook (the checkpoint save
 
 import os
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import tensorflow as tf
 
@@ -87,7 +87,7 @@ class RunParts:
 class TrainingHooks:
     every: List  # every training task's
     chief: List  # the chief's (run first)
-    eval_hook: EvalHook
+    eval_hook: Optional[EvalHook]  # None: a run without evaluation (eval.enabled=false)
 
 
 def _make_saver_hook(cfg, graph, listeners, alongside=None):
@@ -106,24 +106,26 @@ def make_training_hooks(cfg, graph, user: UserHooks, parts: RunParts, role) -> T
     eval_dir = os.path.join(cfg.checkpoint.dir, "eval")
     if is_chief:  # before the hooks below, which look their writers up by dir
         # The checkpoint dir's graph and meta graph: the CheckpointSaverHook's thread writes them.
-        open_event_writers({cfg.checkpoint.dir: None, eval_dir: graph.graph})
+        open_event_writers({cfg.checkpoint.dir: None, **({eval_dir: graph.graph} if parts.evaluation is not None else {})})
     input_init = InputInitHook(graph.train_input, graph.global_step)
     every = [*role.hooks, input_init, PreemptionHook(preemption)]
     if cfg.train.max_steps:
         every.insert(-1, StopAtLastStepHook(graph.step_after, cfg.train.max_steps))
-    eval_hook = EvalHook(graph, parts.evaluation, cfg.eval.every_steps, metrics,
-                         summary_dir=eval_dir,
-                         listeners=[h for h in user.every + user.chief if hasattr(h, "on_eval")],
-                         skip_final=lambda: preemption.signum is not None, source=parts.eval_source,
-                         steps=cfg.eval.steps)
+    eval_hook = None
+    if parts.evaluation is not None:
+        eval_hook = EvalHook(graph, parts.evaluation, cfg.eval.every_steps, metrics, summary_dir=eval_dir,
+                             listeners=[h for h in user.every + user.chief if hasattr(h, "on_eval")],
+                             skip_final=lambda: preemption.signum is not None, source=parts.eval_source,
+                             steps=cfg.eval.steps)
     chief = [
         NanGuardHook(graph.step_is_finite, graph.step_after, cfg.train.on_nan, cfg.checkpoint.dir,
                      cfg.train.max_skipped_steps),
         # The chief's hooks run first: the input is initialised while the first checkpoint is written.
         _make_saver_hook(cfg, graph, user.listeners, alongside=input_init.hand_over() if is_chief else None),
         MetricsHook(graph.loss, graph.global_step, graph.step_after, cfg.log.every_steps, metrics),
-        eval_hook,
     ]
+    if eval_hook is not None:
+        chief.append(eval_hook)
     if cfg.summary.every_steps:
         chief.append(TrainingSummaryHook(graph.loss, graph.step_after, cfg.summary.every_steps, cfg.checkpoint.dir))
         if graph.summary_op is not None:  # the model's own summaries

@@ -310,7 +310,7 @@ def build_graph(cfg, arrays=None, placement: Placement = Placement(), run_config
     Raises:
       ConfigError: the model_fn or the inputs do not fit (``eval.graph=shared`` that cannot share).
     """
-    if cfg.eval.graph != "separate":
+    if cfg.eval.graph != "separate" and cfg.eval.enabled:
         try:
             return _build(cfg, arrays, placement, run_config, shared_eval=True)
         except NotShareable as e:

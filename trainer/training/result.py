@@ -85,6 +85,9 @@ def chief_record(run, start_step: int, metrics, stats, preemption, final_step: i
         return dict(record, status="preempted", message=message, exit_code=preemption.exit_code)
     objective = run.objective
     evals = {k: v for k, v in metrics.eval.items() if k not in ("kind", "step", "time")}
+    if objective is None:  # trained without evaluation (eval.enabled=false): no result beyond the loss
+        _check_finite(record["loss"], {}, int(final_step))
+        return dict(record, status="finished")
     if objective not in evals:
         raise TrainingError(f"eval.objective={objective}: no evaluation recorded it; metrics.jsonl has {sorted(evals)}")
     _check_finite(record["loss"], evals, int(final_step))

@@ -45,8 +45,9 @@ class SingleProcess:
         return single_process(device, int(replicas), precision)
 
     @staticmethod
-    def objective(name: str, evaluation) -> str:
-        return objective_metric(name, evaluation.metric_names())
+    def objective(name: str, evaluation) -> Optional[str]:
+        """The eval metric ``name`` resolves to; None for a run without evaluation."""
+        return None if evaluation is None else objective_metric(name, evaluation.metric_names())
 
     @staticmethod
     def claim(cfg, graph, workdir: str, data=None):

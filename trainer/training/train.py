@@ -118,7 +118,10 @@ def _warn_if_stretched(cfg, workdir: str, start_step: int) -> None:
 
 
 def _evaluation(cfg, graph: TrainGraph, arrays, device: str, run_config: RunConfig):
-    """How this run evaluates: in the training graph, or in a graph of its own (as Estimator did)."""
+    """How this run evaluates: in the training graph, or in a graph of its own (as Estimator did);
+    None with ``eval.enabled=false``."""
+    if not cfg.eval.enabled:
+        return None
     if graph.evaluation is not None:
         return SharedEvaluation(graph.evaluation)
     with graph.graph.as_default():
@@ -234,9 +237,10 @@ class _Run:
         it past its target, so evaluate only and write nothing to the checkpoint dir."""
         log.info("checkpoint.dir %s is already at step %d (train.max_steps=%d): nothing to train",
                  self.cfg.checkpoint.dir, start_step, self.cfg.train.max_steps)
-        eval_hook = EvalHook(self.graph, self.evaluation, None, metrics, summary_dir=None, source=self.eval_source())
+        hooks = [] if self.evaluation is None else [
+            EvalHook(self.graph, self.evaluation, None, metrics, summary_dir=None, source=self.eval_source())]
         options = replace(self.session_options(), max_recoveries=0)
-        with self.graph.graph.as_default(), open_session("plain", self.graph.scaffold, [eval_hook], [],
+        with self.graph.graph.as_default(), open_session("plain", self.graph.scaffold, hooks, [],
                                                          self.cfg.checkpoint.dir, self.session_config(), options):
             pass
         return self.role.record(self, start_step, metrics, LoopStats(), PreemptionHandler())
