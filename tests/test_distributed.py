@@ -439,6 +439,7 @@ def test_the_record_ends_at_the_final_checkpoint_when_a_late_update_reached_the_
     metrics.record("train", 300, {"loss": 0.5})
     metrics.record("eval", 301 if cluster else 300, {"accuracy": 0.9, "loss": 0.4})
     cfg = OmegaConf.create({"session": {"kind": "monitored"}, "model": {"name": "mlp"}, "data": {"name": "synthetic"},
+                            "optimizer": {"_target_": "tensorflow.compat.v1.train.GradientDescentOptimizer"},
                             "checkpoint": {"dir": str(ckpt)}, "train": {"max_steps": 300}})
     role = Role("cluster", {"ps": ("127.0.0.1:1",), "worker": ("127.0.0.1:2", "127.0.0.1:3")}, "worker", 0)
     run = types.SimpleNamespace(cfg=cfg, device="cpu", timings={}, precision="fp32", objective="accuracy")

@@ -193,7 +193,7 @@ def test_evaluation_and_evaluate_mode_read_the_averages(make_cfg, tmp_path, grap
      r"optimizer.decay_rate=0.0: must be a finite number > 0"),
     (["optimizer.schedule=cosine", "optimizer.end_learning_rate=-0.1"], r"optimizer.end_learning_rate=-0.1: must be a finite number >= 0"),
     (["optimizer.clip_norm=0"], r"optimizer.clip_norm=0.0: must be a finite number > 0"),
-    (["optimizer.weight_decay=-1"], r"optimizer.weight_decay=-1.0: must be a finite number >= 0"),
+    (["optimizer.weight_decay=-1"], r"optimizer.weight_decay=-1.0: the fraction of each weight taken off per step .* must lie in \[0, 1\)"),
     (["train.ema_decay=1.5"], r"train.ema_decay=1.5: must lie between 0 and 1"),
 ])
 def test_bad_schedule_values_fail_in_one_line(make_cfg, tmp_path, overrides, message):
