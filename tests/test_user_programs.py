@@ -70,6 +70,7 @@ def test_layers_tutorial_predicts_and_exports_the_same_classes(tmp_path):
     predicted = train(run_dir, *TUTORIAL, "mode=predict", "predict.input_fn=layers_tutorial.predict_input_fn",
                       f"predict.output={tmp_path / 'p.npz'}")
     assert predicted.returncode == 0, predicted.stderr
+    assert json.loads(predicted.stdout.strip().splitlines()[-1])["count"] == 7  # the command prints its record
     exported = train(run_dir, *TUTORIAL, "mode=export", f"export.dir={tmp_path / 'export'}")
     assert exported.returncode == 0, exported.stderr
     with np.load(tmp_path / "p.npz") as f:

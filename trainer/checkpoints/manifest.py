@@ -20,11 +20,16 @@ def graph_variables(graph) -> Dict[str, List]:
         return {v.op.name: [v.shape.as_list(), v.dtype.base_dtype.name] for v in tf.compat.v1.global_variables()}
 
 
+# Variables that hooks of tf.estimator made in the checkpoints they saved, not the model's: a model_dir
+# trained by Estimator with them resumes here without them (they are not restored).
+_ESTIMATOR_HOOK_VARIABLES = ("signal_early_stopping/STOP",)
+
+
 def _diff(stored: Dict[str, List], wanted: Dict[str, List]) -> List[str]:
     """What differs between the checkpoint's variables (``stored``: name -> shape) and the graph's
     (``wanted``: name -> [shape, dtype]). A checkpoint's index gives no dtypes: only shapes compare."""
     missing = sorted(set(wanted) - set(stored))
-    unexpected = sorted(set(stored) - set(wanted))
+    unexpected = sorted(set(stored) - set(wanted) - set(_ESTIMATOR_HOOK_VARIABLES))
     reshaped = sorted(f"{n} {stored[n]} -> {wanted[n][0]}" for n in set(wanted) & set(stored) if list(stored[n]) != wanted[n][0])
     parts = []
     for label, items in (("missing", missing), ("reshaped", reshaped), ("unexpected", unexpected)):

@@ -6,6 +6,7 @@ A single run is composed once, checked and run as ``@hydra.main`` runs it (same 
 through :func:`trainer.sweep.job.run_job`, which calls the same function.
 """
 
+import json
 import sys
 import time
 
@@ -44,10 +45,13 @@ def job_function(cfg) -> float:
         # The run dir's record (.hydra/) is written once the run holds its checkpoint dir and will
         # train: a command refused (the lock, a check) or with nothing to do leaves it as it was.
         if not cfg.resume:
-            record = staged_record(hc.runtime.output_dir, hc.output_subdir)
-            return trainer.run(cfg, hc.runtime.output_dir, on_accepted=record).get("objective_value")
-        resumed, record = resumed_config(cfg, cfg.resume, list(hc.overrides.task))
-        return trainer.run(resumed, hc.runtime.output_dir, on_accepted=record).get("objective_value")
+            run_cfg, record = cfg, staged_record(hc.runtime.output_dir, hc.output_subdir)
+        else:
+            run_cfg, record = resumed_config(cfg, cfg.resume, list(hc.overrides.task))
+        result = trainer.run(run_cfg, hc.runtime.output_dir, on_accepted=record)
+        if str(run_cfg.mode) in ("evaluate", "predict", "export"):
+            print(json.dumps(result, sort_keys=True), flush=True)  # the record, for scripts reading stdout
+        return result.get("objective_value")
 
     try:
         objective = exit_on_error(job)

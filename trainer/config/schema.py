@@ -147,6 +147,7 @@ class DataConfig:
     compression: Optional[str] = None  # tfrecord: GZIP | ZLIB | null
     train_fn: Optional[str] = None  # data=input_fn: dotted path of the training input_fn
     eval_fn: Optional[str] = None  # data=input_fn: dotted path of the evaluation input_fn (a finite Dataset)
+    skip_trained_batches: bool = True  # data=input_fn: a resumed run skips the batches trained on; false: restart the input (as each Estimator.train call did)
 
 
 @dataclass

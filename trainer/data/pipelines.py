@@ -15,7 +15,7 @@ import tensorflow as tf
 from trainer.config.targets import declared_args, load_callable
 from trainer.data.files import CYCLE_LENGTH, Feature, FileSource
 from trainer.errors import ConfigError, DataError, NanLossError
-from trainer.estimator import ModeKeys
+from trainer.model.spec import ModeKeys
 
 tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
@@ -401,14 +401,15 @@ def call_input_fn(input_fn: Callable, key: str, path: str, mode: str, params: di
 
 
 def make_input_fn_pipeline(input_fn: Callable, path: str, mode: str, params: dict, run_config,
-                           replicas=(1, 0)) -> Pipeline:
+                           replicas=(1, 0), skip_trained: bool = True) -> Pipeline:
     """A pipeline from an Estimator-style ``input_fn``: a ``tf.data.Dataset`` of ``(features, labels)``
     batches, or ``(features, labels)`` tensors (from a one-shot iterator, queues, ...).
 
     The features reach the model_fn as the input_fn gave them (a dict or a tensor). A training
     Dataset gets ``skip(step // training tasks)`` so a resumed run continues where it stopped (the
     input_fn's shuffle must be seeded for that to be exact); unlike the built-in sources this replays
-    the skipped batches, in time linear in the step.
+    the skipped batches, in time linear in the step. ``skip_trained=False``: the input starts from its
+    beginning whatever the step (``data.skip_trained_batches``).
     """
     train = mode == ModeKeys.TRAIN
     key = "data.train_fn" if train else ("data.eval_fn" if mode == ModeKeys.EVAL else "predict.input_fn")
@@ -416,13 +417,13 @@ def make_input_fn_pipeline(input_fn: Callable, path: str, mode: str, params: dic
         result = call_input_fn(input_fn, key, path, mode, params, run_config, replicas if train else (1, 0))
         if isinstance(result, tf.data.Dataset):
             skip = None
-            if train:
+            if train and skip_trained:
                 skip = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="skip_batches")
                 result = result.skip(skip)
             iterator = tf1.data.make_initializable_iterator(without_autotune_model(result))
             output = iterator.get_next()
             initializer = iterator.initializer
-            feeds = (lambda step=0: {skip: step // replicas[0]}) if train else (lambda step=0: {})
+            feeds = (lambda step=0: {skip: step // replicas[0]}) if skip is not None else (lambda step=0: {})
         else:
             output, initializer, feeds = result, None, (lambda step=0: {})
     features, labels = output if isinstance(output, (tuple, list)) else (output, None)
@@ -452,7 +453,7 @@ def make_train_input(cfg, arrays, params: dict, run_config, replicas=(1, 0)) -> 
     if arrays is None:
         fn, path = _input_fn(cfg, "train_fn")
         return make_input_fn_pipeline(fn, path, ModeKeys.TRAIN, dict(params, batch_size=cfg.train.batch_size),
-                                      run_config, replicas)
+                                      run_config, replicas, cfg.data.get("skip_trained_batches", True))
     return make_pipeline(arrays.train_x, arrays.train_y, cfg.train.batch_size, cfg.data.feature_key, train=True,
                          seed=cfg.train.seed, shuffle_buffer=cfg.data.shuffle_buffer, replicas=replicas)
 
@@ -471,10 +472,12 @@ def make_eval_input(cfg, arrays, params: dict, run_config) -> Pipeline:
 
 
 def batch_size_of(features, labels):
-    """The number of examples in a batch: the first dimension of the labels, else of the first feature."""
-    tensor = labels
-    if tensor is None:
-        tensor = features[sorted(features)[0]] if isinstance(features, dict) else features
+    """The number of examples in a batch: the first dimension of the labels, else of the first feature
+    (of any structure: a dict, a list or tuple of tensors)."""
+    tensor = tf.nest.flatten(labels)[0] if labels is not None else tf.nest.flatten(features)[0]
     if isinstance(tensor, tf.SparseTensor):
         return tensor.dense_shape[0]
-    return tf.shape(tensor, out_type=tf.int64)[0]
+    # The batch itself must have been read: with a static batch size (drop_remainder=True) the shape
+    # folds to a constant that would otherwise be counted even for the read that found the input ended.
+    with tf.control_dependencies([tensor]):
+        return tf.identity(tf.shape(tensor, out_type=tf.int64)[0])

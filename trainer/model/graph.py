@@ -21,7 +21,7 @@ from trainer.compat import seed_tf_keras
 from trainer.data.pipelines import Pipeline, batch_size_of, make_eval_input, make_train_input
 from trainer.data.sources import num_classes_of
 from trainer.errors import ConfigError
-from trainer.estimator import EstimatorSpec, ModeKeys, RunConfig
+from trainer.model.spec import EstimatorSpec, ModeKeys, RunConfig
 from trainer.model.model_fn import ModelFn, load_model_fn, model_params
 from trainer.model.averaging import averaged_train_op, averages_getter, make_average, restore_map
 from trainer.model.names import TRAIN_SUMMARY_COLLECTION, name_tensor
@@ -136,7 +136,9 @@ def _model(cfg, run_config: Optional[RunConfig], data=None) -> _Model:
 def _add_train_accuracy(spec, labels) -> None:
     """A tensor named ``accuracy``: the training batch's accuracy, for classifiers (fetched only on demand)."""
     predictions = spec.predictions
-    if isinstance(predictions, dict) and "classes" in predictions and labels is not None:
+    if not isinstance(labels, (tf.Tensor, tf.Variable)):  # a dict, list or tuple of labels (one per tower, ...)
+        return
+    if isinstance(predictions, dict) and "classes" in predictions:
         classes = tf.cast(predictions["classes"], labels.dtype)
         name_tensor("accuracy", tf.reduce_mean(tf.cast(tf.equal(classes, labels), tf.float32), name="train_accuracy"))
 

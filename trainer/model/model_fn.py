@@ -11,7 +11,7 @@ from typing import Callable, FrozenSet
 
 from trainer.config.targets import declared_args, instantiate_params, load_callable
 from trainer.errors import ConfigError
-from trainer.estimator import EstimatorSpec, RunConfig
+from trainer.model.spec import EstimatorSpec, RunConfig
 
 MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
 
@@ -47,9 +47,16 @@ def as_spec(result, mode: str, path: str) -> EstimatorSpec:
     """What a model_fn returned, as an EstimatorSpec (an Estimator-era namedtuple is taken field by field)."""
     if isinstance(result, EstimatorSpec):
         return result
+    if hasattr(result, "as_estimator_spec"):  # trainer.estimator.tpu.TPUEstimatorSpec
+        return result.as_estimator_spec()
     if hasattr(result, "_asdict"):
-        fields = {k: v for k, v in result._asdict().items() if k in EstimatorSpec._fields}
-        return EstimatorSpec(**fields)
+        fields = result._asdict()
+        unknown = sorted(k for k, v in fields.items() if k not in EstimatorSpec._fields and v is not None)
+        if unknown:  # never stripped to the fields the runner knows: they would be lost without a word
+            raise ConfigError(f"model.fn={path} returned a {type(result).__name__} with {', '.join(unknown)}, which "
+                              "an EstimatorSpec has no place for; return trainer.estimator.EstimatorSpec (or a "
+                              "trainer.estimator.tpu.TPUEstimatorSpec)")
+        return EstimatorSpec(**{k: v for k, v in fields.items() if k in EstimatorSpec._fields})
     raise ConfigError(f"model.fn={path} returned {type(result).__name__} for mode {mode}; return trainer.estimator.EstimatorSpec")
 
 

@@ -1,7 +1,6 @@
 """``mode=evaluate``: the model's eval_metric_ops (and loss) over the whole eval input, for one checkpoint,
 with the model's evaluation_hooks. Builds only the EVAL graph; writes ``eval_metrics.json`` in the run dir."""
 
-import json
 import logging
 import os
 from typing import Dict
@@ -49,6 +48,5 @@ def evaluate(cfg, workdir: str) -> Dict:
               "objective": objective, "objective_value": values[objective]}
     os.makedirs(workdir, exist_ok=True)
     write_json(os.path.join(workdir, "eval_metrics.json"), result)
-    print(json.dumps(result, sort_keys=True), flush=True)
     log.info("evaluated %s on %d examples: %s", path, examples, format_metrics(values))
     return result

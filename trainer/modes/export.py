@@ -3,7 +3,6 @@ or a default ``serving_default`` predict signature of all predictions; the servi
 ``export.serving_input_fn``'s, or placeholders shaped like the eval input's features."""
 
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -140,5 +139,4 @@ def export(cfg, workdir: str) -> Dict:
             builder.save()
     log.info("exported %s (step %d) to %s; signatures: %s", path, step, export_dir, ", ".join(sorted(signatures)))
     result = {"checkpoint": path, "global_step": step, "export_dir": export_dir, "signatures": sorted(signatures)}
-    print(json.dumps(result, sort_keys=True), flush=True)
     return result

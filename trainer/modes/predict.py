@@ -1,17 +1,16 @@
 """``mode=predict``: a checkpoint's predictions for the test split, an input_fn or ``predict.input``,
 saved as an ``.npz`` of arrays (``predictions.npz`` in the run dir by default)."""
 
-import json
 import logging
 import os
-from typing import Dict
+from typing import Dict, Iterator
 
 import numpy as np
 import tensorflow as tf
 
 from trainer.config.targets import load_callable
 from trainer.errors import ConfigError
-from trainer.estimator import ModeKeys
+from trainer.model.spec import ModeKeys
 from trainer.data.files import FileSource
 from trainer.data.pipelines import make_eval_input, make_input_fn_pipeline, make_pipeline
 from trainer.data.sources import load_data, load_prediction_input
@@ -77,13 +76,13 @@ def _output_path(cfg, workdir: str, data) -> str:
     return out
 
 
-def predict(cfg, workdir: str) -> Dict:
-    """Predict with ``predict.checkpoint`` (default: the newest in ``checkpoint.dir``); returns the record."""
+def predicted_batches(cfg, path: str, data=None) -> Iterator[Dict[str, np.ndarray]]:
+    """The predictions of checkpoint ``path`` (a prefix) over the prediction input, batch by batch, in
+    input order: a dict of arrays (``predictions`` for a model_fn giving one tensor). ``data`` is
+    what ``load_data(cfg)`` gave (loaded here when None)."""
     device = resolve_device(cfg.device)
-    path = checkpoint_to_read(cfg, cfg.predict.checkpoint)
     run_config = make_run_config(cfg)
-    data = load_data(cfg)
-    out = _output_path(cfg, workdir, data)
+    data = load_data(cfg) if data is None else data
     with tf.Graph().as_default():
         pipeline = _prediction_pipeline(cfg, data, run_config)
         spec, saver, global_step = build_predict_part(cfg, pipeline.features, device, run_config)
@@ -92,11 +91,18 @@ def predict(cfg, workdir: str) -> Dict:
                                                 config=session_config(cfg.device, device),
                                                 checkpoint_filename_with_path=path)
         hooks = [InputInitHook(pipeline, global_step), *spec.prediction_hooks]
-        batches = []
         with tf1.train.MonitoredSession(session_creator=creator, hooks=hooks) as sess:
             while not sess.should_stop():
-                batches.append(sess.run(predictions))
-    arrays = {k: np.concatenate([b[k] for b in batches]) for k in predictions} if batches else {}
+                yield sess.run(predictions)
+
+
+def predict(cfg, workdir: str) -> Dict:
+    """Predict with ``predict.checkpoint`` (default: the newest in ``checkpoint.dir``); returns the record."""
+    path = checkpoint_to_read(cfg, cfg.predict.checkpoint)
+    data = load_data(cfg)
+    out = _output_path(cfg, workdir, data)
+    batches = list(predicted_batches(cfg, path, data))
+    arrays = {k: np.concatenate([b[k] for b in batches]) for k in batches[0]} if batches else {}
     os.makedirs(os.path.dirname(out), exist_ok=True)
     tmp = f"{out}.{os.getpid()}.tmp"
     try:
@@ -109,5 +115,4 @@ def predict(cfg, workdir: str) -> Dict:
     count = len(next(iter(arrays.values()))) if arrays else 0
     log.info("predicted %d examples with %s: %s", count, path, out)
     result = {"checkpoint": path, "predictions": out, "count": count, "keys": sorted(arrays)}
-    print(json.dumps(result, sort_keys=True), flush=True)
     return result

@@ -91,8 +91,8 @@ def report_chief(result: Dict, workdir: str) -> None:
     """The closing line of a run that evaluated: its step, loss and eval metrics."""
     loss = "n/a" if result["loss"] is None else f"{result['loss']:.4f}"
     evals = {k[len("eval_"):]: v for k, v in result.items() if k.startswith("eval_") and k != "eval_examples"}
-    log.info("done at step %d: loss %s, %s; metrics in %s", result["global_step"], loss, format_metrics(evals),
-             metrics_path(workdir))
+    shown = f"loss {loss}" + (f", {format_metrics(evals)}" if evals else "")
+    log.info("done at step %d: %s; metrics in %s", result["global_step"], shown, metrics_path(workdir))
 
 
 @contextlib.contextmanager

@@ -20,7 +20,7 @@ from trainer.data.files import FileSource
 from trainer.data.pipelines import input_error
 from trainer.data.sources import check_training_arrays, eval_source, load_data
 from trainer.errors import Preempted, describe
-from trainer.estimator import RunConfig
+from trainer.model.spec import RunConfig
 from trainer.hooks.assembly import RunParts, UserHooks, make_training_hooks, make_user_hooks
 from trainer.hooks.evaluation import EvalHook, SeparateEvaluation, SharedEvaluation
 from trainer.model.graph import TrainGraph, build_eval_graph, build_graph

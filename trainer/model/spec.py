@@ -1,11 +1,9 @@
-"""The model_fn contract: ``ModeKeys`` and ``EstimatorSpec``, as ``tf.estimator`` had them.
+"""The model_fn contract as the runner reads it: ``ModeKeys``, ``EstimatorSpec``, the ``RunConfig``
+a model_fn receives, and the export outputs and serving inputs, as ``tf.estimator`` had them.
+Users import them from ``trainer.estimator`` (which adds the Estimator API on top).
 
 A model is a function ``model_fn(features, labels, mode, params, config) -> EstimatorSpec``,
-the convention of TF1 Estimators, so existing model code ports by changing imports:
-``tf.estimator.ModeKeys`` / ``EstimatorSpec`` / ``RunConfig`` / ``export.*`` / ``inputs.numpy_input_fn``
-become ``trainer.estimator.ModeKeys`` / ``EstimatorSpec`` / ``RunConfig`` / ``export.*`` /
-``inputs.numpy_input_fn``.
-As Estimator did, the runner passes only the arguments the function declares (``features``
+the convention of TF1 Estimators. As Estimator did, the runner passes only the arguments the function declares (``features``
 always; ``labels``, ``mode``, ``params``, ``config`` by name), and input_fns get ``params``,
 ``mode`` and ``config`` if they declare them. A spec without a ``train_op`` in TRAIN mode gets
 one from the ``optimizer`` config.
@@ -35,7 +33,8 @@ class EstimatorSpec(NamedTuple):
 
 
 class RunConfig(NamedTuple):
-    """What a model_fn or input_fn declaring ``config`` receives: Estimator's RunConfig fields, read-only."""
+    """What a model_fn or input_fn declaring ``config`` receives: Estimator's RunConfig fields, read-only
+    (``trainer.estimator.RunConfig`` is the one a program builds and hands to an Estimator)."""
 
     model_dir: Optional[str] = None  # the checkpoint dir
     tf_random_seed: Optional[int] = None

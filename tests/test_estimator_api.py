@@ -1,0 +1,213 @@
+"""``trainer.estimator``'s Estimator API, in the styles programs used it: the calls' semantics as
+Estimator had them, programs run unedited through ``train-estimator``, and with imports changed."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import trainer.estimator as estimator
+from helpers import TESTS_DIR
+
+tf1 = tf.compat.v1
+PROGRAMS = os.path.join(TESTS_DIR, "programs")
+LAUNCHER = shutil.which("train-estimator") or os.path.join(os.path.dirname(sys.executable), "train-estimator")
+
+
+def _data(seed=0, n=240):
+    rng = np.random.RandomState(seed)
+    x = rng.normal(size=(n, 4)).astype(np.float32)
+    return x, ((x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0))
+
+
+def model_fn(features, labels, mode, params):
+    logits = tf1.layers.dense(features["x"], 3, name="logits")
+    predictions = {"classes": tf.argmax(logits, 1), "probabilities": tf.nn.softmax(logits)}
+    if mode == estimator.ModeKeys.PREDICT:
+        return estimator.EstimatorSpec(mode, predictions=predictions)
+    loss = tf1.losses.sparse_softmax_cross_entropy(labels, logits)
+    if mode == estimator.ModeKeys.EVAL:
+        return estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops={
+            "accuracy": tf1.metrics.accuracy(labels, predictions["classes"])})
+    train_op = tf1.train.GradientDescentOptimizer(params["learning_rate"]).minimize(
+        loss, global_step=tf1.train.get_global_step())
+    return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def _inputs(x, y, batch=24, repeat=True):
+    def input_fn():
+        ds = tf.data.Dataset.from_tensor_slices(({"x": x}, y))
+        return (ds.repeat().shuffle(240, seed=1) if repeat else ds).batch(batch)
+
+    return input_fn
+
+
+@pytest.fixture
+def classifier(tmp_path):
+    return estimator.Estimator(model_fn, model_dir=str(tmp_path / "model"), params={"learning_rate": 0.5},
+                               config=estimator.RunConfig(tf_random_seed=3, save_checkpoints_steps=10))
+
+
+def test_steps_count_from_the_restored_step_and_max_steps_is_absolute(classifier):
+    x, y = _data()
+    assert classifier.train(_inputs(x, y), steps=12) is classifier
+    assert classifier.get_variable_value("global_step") == 12
+    classifier.train(_inputs(x, y), steps=5)
+    assert classifier.get_variable_value("global_step") == 17
+    classifier.train(_inputs(x, y), max_steps=15)  # already past: nothing is trained
+    assert classifier.get_variable_value("global_step") == 17
+    classifier.train(_inputs(x, y), max_steps=20)
+    assert classifier.get_variable_value("global_step") == 20
+    assert sorted(classifier.get_variable_names()) == ["global_step", "logits/bias", "logits/kernel"]
+    with pytest.raises(ValueError, match="Can not provide both steps and max_steps"):
+        classifier.train(_inputs(x, y), steps=1, max_steps=30)
+
+
+def test_training_until_the_input_ends_twice_reads_it_twice(classifier):
+    x, y = _data()
+    classifier.train(_inputs(x, y, batch=40, repeat=False))  # 240 examples: 6 steps
+    assert classifier.get_variable_value("global_step") == 6
+    classifier.train(_inputs(x, y, batch=40, repeat=False))
+    assert classifier.get_variable_value("global_step") == 12
+
+
+def test_evaluate_returns_the_metrics_with_the_step_and_writes_summaries(classifier):
+    x, y = _data()
+    classifier.train(_inputs(x, y), steps=30)
+    tx, ty = _data(1, 100)
+    result = classifier.evaluate(_inputs(tx, ty, batch=25, repeat=False))
+    assert set(result) == {"accuracy", "loss", "global_step"} and result["global_step"] == 30
+    assert result["accuracy"] > 0.6  # two thresholds on two features: well above chance (1/3)
+    bounded = classifier.evaluate(_inputs(tx, ty, batch=25, repeat=False), steps=2, name="two_batches")
+    assert bounded["global_step"] == 30
+    from trainer.estimator.training import read_eval_metrics
+
+    assert read_eval_metrics(classifier.eval_dir())[30]["accuracy"] == pytest.approx(result["accuracy"])
+    assert 30 in read_eval_metrics(classifier.eval_dir("two_batches"))
+
+
+def test_predict_yields_each_example_in_input_order(classifier):
+    x, y = _data()
+    classifier.train(_inputs(x, y), steps=10)
+    predict_input = lambda: tf.data.Dataset.from_tensor_slices({"x": x[:7]}).batch(3)  # noqa: E731
+    singles = list(classifier.predict(predict_input))
+    assert len(singles) == 7 and set(singles[0]) == {"classes", "probabilities"}
+    kernel, bias = classifier.get_variable_value("logits/kernel"), classifier.get_variable_value("logits/bias")
+    np.testing.assert_array_equal([p["classes"] for p in singles], np.argmax(x[:7] @ kernel + bias, axis=1))
+    batches = list(classifier.predict(predict_input, predict_keys=["classes"], yield_single_examples=False))
+    assert [b["classes"].shape for b in batches] == [(3,), (3,), (1,)] and set(batches[0]) == {"classes"}
+    with pytest.raises(ValueError, match="Could not find trained model"):
+        next(estimator.Estimator(model_fn, model_dir=str(classifier.model_dir) + "-empty").predict(predict_input))
+
+
+def test_hooks_and_saving_listeners_of_a_call_run(classifier):
+    x, y = _data()
+    seen = []
+
+    class Steps(estimator.SessionRunHook):
+        def before_run(self, run_context):
+            return estimator.SessionRunArgs(tf1.train.get_global_step())
+
+        def after_run(self, run_context, run_values):
+            seen.append(int(run_values.results))
+
+    class Saves(estimator.CheckpointSaverListener):
+        def after_save(self, session, global_step_value):
+            seen.append(("saved", int(global_step_value)))
+
+    classifier.train(_inputs(x, y), steps=10, hooks=[Steps()], saving_listeners=[Saves()])
+    assert [s for s in seen if isinstance(s, int)] == list(range(10))
+    assert ("saved", 10) in seen
+
+
+def test_run_config_fields_the_runner_cannot_honour_are_refused_by_name(tmp_path):
+    with pytest.raises(ValueError, match=r"RunConfig\(device_fn=...\)"):
+        estimator.Estimator(model_fn, str(tmp_path), config=estimator.RunConfig(device_fn=lambda op: "/cpu:0"))
+    proto = tf1.ConfigProto(allow_soft_placement=True, graph_options=tf1.GraphOptions(build_cost_model=1))
+    with pytest.raises(ValueError, match="graph_options cannot be passed on"):
+        estimator.Estimator(model_fn, str(tmp_path), config=estimator.RunConfig(session_config=proto))
+    config = estimator.RunConfig(save_checkpoints_steps=50).replace(keep_checkpoint_max=2)
+    assert (config.save_checkpoints_steps, config.save_checkpoints_secs, config.keep_checkpoint_max) == (50, None, 2)
+    assert estimator.RunConfig().save_checkpoints_secs == 600  # Estimator's default
+
+
+def test_labels_as_a_tuple_pass_through_and_a_tpu_spec_is_converted_not_stripped(tmp_path):
+    x, y = _data()
+
+    def two_heads(features, labels, mode):
+        first, second = labels  # one label per head, as multi-tower and multi-task programs passed them
+        logits = tf1.layers.dense(features["x"], 3)
+        loss = tf1.losses.sparse_softmax_cross_entropy(first, logits) + 0.0 * tf.reduce_sum(tf.cast(second, tf.float32))
+        train_op = tf1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=tf1.train.get_global_step())
+        if mode == estimator.ModeKeys.EVAL:
+            def metric_fn(labels, logits):
+                return {"accuracy": tf1.metrics.accuracy(labels, tf.argmax(logits, 1))}
+
+            return estimator.tpu.TPUEstimatorSpec(mode, loss=loss, eval_metrics=(metric_fn, {"labels": first,
+                                                                                             "logits": logits}))
+        return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    def tuple_input():
+        return tf.data.Dataset.from_tensor_slices(({"x": x}, (y, y))).batch(40)
+
+    est = estimator.Estimator(two_heads, model_dir=str(tmp_path))
+    est.train(tuple_input)
+    result = est.evaluate(tuple_input)
+    assert result["global_step"] == 6 and "accuracy" in result
+
+
+@pytest.mark.cli
+def test_a_flags_and_main_program_runs_unedited_through_the_launcher(tmp_path):
+    report = tmp_path / "report.json"
+    done = subprocess.run([LAUNCHER, os.path.join(PROGRAMS, "estimator_main.py"), f"--model_dir={tmp_path / 'model'}",
+                           f"--report={report}"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(report.read_text())
+    assert result["metrics"]["global_step"] == 120 and result["metrics"]["accuracy"] > 0.9
+    assert result["variables"] == ["global_step", "hidden_0/bias", "hidden_0/kernel", "logits/bias", "logits/kernel"]
+    assert len(result["predicted_classes"]) == 10
+    best = result["exports"][0]
+    assert best.startswith(str(tmp_path / "model" / "export" / "best")) and os.path.isdir(best)
+    loaded = tf.saved_model.load(result["exported"])
+    out = loaded.signatures["serving_default"](x=tf.constant(np.eye(4, dtype=np.float32)[:3] * 2.0))
+    assert out["class_ids"].shape == (3,)
+    record = json.loads((tmp_path / "model" / "metrics.json").read_text())
+    assert record["status"] == "finished" and record["global_step"] == 120
+
+
+@pytest.mark.cli
+def test_the_same_program_with_its_imports_changed(tmp_path):
+    source = open(os.path.join(PROGRAMS, "estimator_main.py")).read()
+    changed = source.replace("tf.estimator.", "trainer.estimator.").replace(
+        "import tensorflow.compat.v1 as tf\n", "import tensorflow.compat.v1 as tf\n\nimport trainer.estimator\n")
+    program = tmp_path / "ported.py"
+    program.write_text(changed)
+    report = tmp_path / "report.json"
+    done = subprocess.run([sys.executable, str(program), f"--model_dir={tmp_path / 'model'}", f"--report={report}",
+                           "--max_steps=40"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(report.read_text())["metrics"]["global_step"] == 40
+
+
+@pytest.mark.cli
+def test_a_script_that_trains_at_import_and_a_tpu_program_run_unedited(tmp_path):
+    done = subprocess.run([LAUNCHER, os.path.join(PROGRAMS, "estimator_at_import.py"), str(tmp_path / "a")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "weights: [2.0, -1.0]" in done.stdout  # y = 2 x0 - x1 + 0.5, learned
+    report = tmp_path / "tpu.json"
+    done = subprocess.run([LAUNCHER, os.path.join(PROGRAMS, "tpu_program.py"), f"--model_dir={tmp_path / 'b'}",
+                           f"--report={report}"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(report.read_text())
+    assert result["global_step"] == 60 and result["eval_accuracy"] > 0.9
+    evaluated = json.loads((tmp_path / "b" / "eval_metrics.json").read_text())
+    assert evaluated["examples"] == 96  # 100 examples in batches of 16, the remainder dropped: exactly what was read
+    done = subprocess.run([LAUNCHER, os.path.join(PROGRAMS, "tpu_program.py"), f"--model_dir={tmp_path / 'c'}",
+                           "--use_tpu=true"], capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0 and "there is no TPU here; pass use_tpu=False" in done.stderr

@@ -1,0 +1,75 @@
+"""``tf.estimator`` for programs written against it, run by the runner.
+
+A program changes ``tf.estimator`` to ``trainer.estimator`` and runs as it did: ``Estimator``
+(``train``, ``evaluate``, ``predict``, ``export_saved_model``), ``RunConfig``, ``train_and_evaluate``
+with ``TrainSpec``, ``EvalSpec`` and the exporters, and the model_fn contract (``ModeKeys``,
+``EstimatorSpec``, ``export.*``, ``inputs.numpy_input_fn``) with the hooks' names Estimator gave
+them (``trainer.estimator.SessionRunHook``, ...). Each call runs through ``trainer.run``.
+
+Importing this module sets ``TF_USE_LEGACY_KERAS=1`` (unless set) before it imports TensorFlow, and
+changes nothing else in the process; a call runs ``trainer.run``, with its documented effects
+(``trainer.process``).
+"""
+
+import tensorflow as _tf
+
+from trainer.estimator.core import Estimator
+from trainer.estimator.run_config import RunConfig
+from trainer.estimator import tpu
+from trainer.estimator.training import (BestExporter, EvalSpec, Exporter, FinalExporter, LatestExporter, TrainSpec,
+                                        stop_if_higher_hook, stop_if_lower_hook, stop_if_no_decrease_hook,
+                                        stop_if_no_increase_hook, train_and_evaluate)
+from trainer.model.spec import (ClassificationOutput, EstimatorSpec, ModeKeys, PredictOutput, RegressionOutput,
+                                ServingInputReceiver, build_parsing_serving_input_receiver_fn,
+                                build_raw_serving_input_receiver_fn, export, inputs, numpy_input_fn)
+
+_train = _tf.compat.v1.train
+
+# The hooks and run arguments tf.estimator re-exported from tf.train.
+SessionRunHook = _train.SessionRunHook
+SessionRunArgs = _train.SessionRunArgs
+SessionRunContext = _train.SessionRunContext
+SessionRunValues = _train.SessionRunValues
+CheckpointSaverHook = _train.CheckpointSaverHook
+CheckpointSaverListener = _train.CheckpointSaverListener
+FeedFnHook = _train.FeedFnHook
+FinalOpsHook = _train.FinalOpsHook
+GlobalStepWaiterHook = _train.GlobalStepWaiterHook
+LoggingTensorHook = _train.LoggingTensorHook
+NanLossDuringTrainingError = _train.NanLossDuringTrainingError
+NanTensorHook = _train.NanTensorHook
+ProfilerHook = _train.ProfilerHook
+SecondOrStepTimer = _train.SecondOrStepTimer
+StepCounterHook = _train.StepCounterHook
+StopAtStepHook = _train.StopAtStepHook
+SummarySaverHook = _train.SummarySaverHook
+
+
+class experimental:  # noqa: N801  (mirrors tf.estimator.experimental)
+    stop_if_no_decrease_hook = staticmethod(stop_if_no_decrease_hook)
+    stop_if_no_increase_hook = staticmethod(stop_if_no_increase_hook)
+    stop_if_higher_hook = staticmethod(stop_if_higher_hook)
+    stop_if_lower_hook = staticmethod(stop_if_lower_hook)
+
+
+class WarmStartSettings:
+    """Estimator's warm start: the variables of ``vars_to_warm_start`` (one regular expression) taken from
+    ``ckpt_to_initialize_from`` when a run starts without a checkpoint of its own."""
+
+    def __init__(self, ckpt_to_initialize_from, vars_to_warm_start=".*", var_name_to_vocab_info=None,
+                 var_name_to_prev_var_name=None):
+        self.ckpt_to_initialize_from = ckpt_to_initialize_from
+        self.vars_to_warm_start = vars_to_warm_start
+        self.var_name_to_vocab_info = var_name_to_vocab_info
+        self.var_name_to_prev_var_name = var_name_to_prev_var_name
+
+
+__all__ = [
+    "BestExporter", "CheckpointSaverHook", "CheckpointSaverListener", "ClassificationOutput", "Estimator",
+    "EstimatorSpec", "EvalSpec", "Exporter", "FeedFnHook", "FinalExporter", "FinalOpsHook", "GlobalStepWaiterHook",
+    "LatestExporter", "LoggingTensorHook", "ModeKeys", "NanLossDuringTrainingError", "NanTensorHook",
+    "PredictOutput", "ProfilerHook", "RegressionOutput", "RunConfig", "SecondOrStepTimer", "ServingInputReceiver",
+    "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook",
+    "StopAtStepHook", "SummarySaverHook", "TrainSpec", "experimental", "tpu", "WarmStartSettings", "build_parsing_serving_input_receiver_fn",
+    "build_raw_serving_input_receiver_fn", "export", "inputs", "numpy_input_fn", "train_and_evaluate",
+]

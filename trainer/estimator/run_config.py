@@ -1,0 +1,143 @@
+"""``RunConfig`` as a program builds it for an Estimator: Estimator's fields and defaults, ``replace``,
+and the cluster read from ``TF_CONFIG`` as Estimator read it. Each field becomes a key of the
+runner's config (:meth:`RunConfig.overrides`); a field the runner cannot honour is refused in one
+line naming it, never ignored."""
+
+import json
+import os
+from typing import Dict, List, Optional
+
+_DEFAULT = object()  # save_checkpoints_steps / secs left unset: Estimator's 600 seconds
+
+# Fields the runner has no equivalent for: refused when set.
+_UNSUPPORTED = ("device_fn", "eval_distribute", "experimental_distribute", "experimental_max_worker_delay_secs",
+                "protocol")
+
+
+class RunConfig:
+    """Estimator's RunConfig: how often to save and log, the seed, the session's ConfigProto, and this
+    process's place in a cluster (``TF_CONFIG``)."""
+
+    def __init__(self, model_dir=None, tf_random_seed=None, save_summary_steps=100, save_checkpoints_steps=_DEFAULT,
+                 save_checkpoints_secs=_DEFAULT, session_config=None, keep_checkpoint_max=5,
+                 keep_checkpoint_every_n_hours=10000, log_step_count_steps=100, train_distribute=None, device_fn=None,
+                 protocol=None, eval_distribute=None, experimental_distribute=None,
+                 experimental_max_worker_delay_secs=None, session_creation_timeout_secs=7200,
+                 checkpoint_save_graph_def=True):
+        if save_checkpoints_steps is not _DEFAULT and save_checkpoints_secs is not _DEFAULT \
+                and save_checkpoints_steps is not None and save_checkpoints_secs is not None:
+            raise ValueError("Can not provide both save_checkpoints_steps and save_checkpoints_secs.")
+        if save_checkpoints_steps is _DEFAULT and save_checkpoints_secs is _DEFAULT:
+            save_checkpoints_steps, save_checkpoints_secs = None, 600
+        elif save_checkpoints_steps is _DEFAULT:
+            save_checkpoints_steps = None
+        elif save_checkpoints_secs is _DEFAULT:
+            save_checkpoints_secs = None
+        self.model_dir = model_dir
+        self.tf_random_seed = tf_random_seed
+        self.save_summary_steps = save_summary_steps
+        self.save_checkpoints_steps = save_checkpoints_steps
+        self.save_checkpoints_secs = save_checkpoints_secs
+        self.session_config = session_config
+        self.keep_checkpoint_max = keep_checkpoint_max
+        self.keep_checkpoint_every_n_hours = keep_checkpoint_every_n_hours
+        self.log_step_count_steps = log_step_count_steps
+        self.train_distribute = train_distribute
+        self.device_fn = device_fn
+        self.protocol = protocol
+        self.eval_distribute = eval_distribute
+        self.experimental_distribute = experimental_distribute
+        self.experimental_max_worker_delay_secs = experimental_max_worker_delay_secs
+        self.session_creation_timeout_secs = session_creation_timeout_secs
+        self.checkpoint_save_graph_def = checkpoint_save_graph_def
+        self._read_cluster(os.environ.get("TF_CONFIG"))
+
+    def _read_cluster(self, raw: Optional[str]) -> None:
+        config = json.loads(raw) if raw else {}
+        cluster = config.get("cluster") or {}
+        task = config.get("task") or {}
+        self.cluster_spec: Dict[str, List[str]] = {job: list(a) for job, a in cluster.items()}
+        self.task_type = task.get("type", "worker")
+        self.task_id = int(task.get("index", 0))
+        self.num_ps_replicas = len(cluster.get("ps", ()))
+        self.num_worker_replicas = max(len(cluster.get("chief", ())) + len(cluster.get("worker", ())), 1)
+        has_chief = bool(cluster.get("chief"))
+        self.is_chief = (not cluster) or self.task_type == "chief" or (
+            not has_chief and self.task_type == "worker" and self.task_id == 0)
+        address = cluster.get(self.task_type, [None] * (self.task_id + 1))
+        self.master = f"grpc://{address[self.task_id]}" if cluster and self.task_type != "evaluator" else ""
+        self.evaluation_master = ""
+        self.global_id_in_cluster = (0 if self.task_type == "chief" else
+                                     self.task_id + (1 if has_chief else 0) if self.task_type == "worker" else 0)
+        self.service = None
+
+    @property
+    def distributed(self) -> bool:
+        """Whether ``TF_CONFIG`` places this process in a cluster of more than one task."""
+        return sum(len(a) for a in self.cluster_spec.values()) > 1
+
+    def replace(self, **kwargs) -> "RunConfig":
+        """A copy with ``kwargs`` changed (the cluster is read from ``TF_CONFIG`` again)."""
+        known = set(RunConfig.__init__.__code__.co_varnames[1:RunConfig.__init__.__code__.co_argcount])
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            raise ValueError(f"RunConfig.replace: {unknown} are not RunConfig fields")
+        fields = {k: getattr(self, k) for k in known}
+        if "save_checkpoints_steps" in kwargs and "save_checkpoints_secs" not in kwargs:
+            fields["save_checkpoints_secs"] = None
+        if "save_checkpoints_secs" in kwargs and "save_checkpoints_steps" not in kwargs:
+            fields["save_checkpoints_steps"] = None
+        fields.update(kwargs)
+        return RunConfig(**fields)
+
+    def overrides(self) -> List[str]:
+        """The runner's config keys for these fields.
+
+        Raises:
+          ValueError: a field the runner cannot honour is set (naming it).
+        """
+        for name in _UNSUPPORTED:
+            if getattr(self, name) is not None:
+                raise ValueError(f"RunConfig({name}=...): the runner has no equivalent; leave it unset")
+        if self.train_distribute is not None:
+            raise ValueError("RunConfig(train_distribute=...): distribution strategies are not run here; leave it "
+                             "unset (one process), or run the program with TF_CONFIG set for a cluster of tasks")
+        out = [f"train.seed={_value(self.tf_random_seed)}",
+               f"summary.every_steps={_value(self.save_summary_steps or 0)}",
+               f"checkpoint.every_steps={_value(self.save_checkpoints_steps)}",
+               f"checkpoint.every_secs={_value(self.save_checkpoints_secs)}",
+               f"checkpoint.keep={_value(self.keep_checkpoint_max)}",
+               f"checkpoint.keep_every_n_hours={_value(self.keep_checkpoint_every_n_hours)}",
+               f"log.every_steps={_value(self.log_step_count_steps or 0)}"]
+        return out + _session_config_overrides(self.session_config)
+
+
+def _value(v) -> str:
+    return "null" if v is None else str(v)
+
+
+def _session_config_overrides(config) -> List[str]:
+    """The ConfigProto fields the runner's ``device`` keys set; any other field set is refused."""
+    if config is None:
+        return []
+    import tensorflow as tf
+
+    out, default = [], tf.compat.v1.ConfigProto()
+    if config.intra_op_parallelism_threads:
+        out.append(f"device.intra_op_threads={config.intra_op_parallelism_threads}")
+    if config.inter_op_parallelism_threads:
+        out.append(f"device.inter_op_threads={config.inter_op_parallelism_threads}")
+    if config.log_device_placement:
+        out.append("device.log_placement=true")
+    if config.HasField("gpu_options"):
+        out.append(f"device.allow_growth={'true' if config.gpu_options.allow_growth else 'false'}")
+    handled = {"intra_op_parallelism_threads", "inter_op_parallelism_threads", "log_device_placement",
+               "allow_soft_placement", "gpu_options", "device_count"}
+    extra = sorted(f.name for f, v in config.ListFields() if f.name not in handled and getattr(default, f.name) != v)
+    if config.HasField("gpu_options"):
+        gpu = config.gpu_options
+        extra += [f"gpu_options.{f.name}" for f, _ in gpu.ListFields() if f.name != "allow_growth"]
+    if extra:
+        raise ValueError(f"RunConfig(session_config=...): the runner sets the session's ConfigProto from its device "
+                         f"config; {', '.join(extra)} cannot be passed on: leave them unset")
+    return out
