@@ -79,6 +79,17 @@ def test_changing_the_objective_keeps_the_run_dir(tmp_path):
 
 
 @pytest.mark.cli
+def test_a_model_fn_reading_unparsed_absl_flags_names_the_fix(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([TESTS_DIR, os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([TRAIN, f"hydra.run.dir={tmp_path}", "data=synthetic", "model=model_fn",
+                           "model.fn=user_models.reads_absl_flags", "train.max_steps=2"], env=env, capture_output=True,
+                          text=True, timeout=300)
+    last = [line for line in done.stderr.splitlines() if line.strip()][-1]
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "UnparsedFlagAccessError" in last and "train-estimator PROGRAM.py" in last and "model.params" in last, last
+
+
+@pytest.mark.cli
 def test_an_error_in_the_model_fn_names_the_user_code(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([TESTS_DIR, os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([TRAIN, f"hydra.run.dir={tmp_path}", "data=synthetic", "model=model_fn",

@@ -195,3 +195,13 @@ def nan_eval_metric(features, labels, mode):
         return spec
     metrics = dict(spec.eval_metric_ops, broken=tf1.metrics.mean(tf.constant(float("nan"))))
     return spec._replace(eval_metric_ops=metrics)
+
+
+def reads_absl_flags(features, labels, mode):
+    """A model_fn cut out of a program whose main() parsed absl flags: it reads FLAGS."""
+    from absl import flags
+
+    if "hidden_size" not in flags.FLAGS:
+        flags.DEFINE_integer("hidden_size", 8, "")
+    logits = tf1.layers.dense(tf1.layers.dense(tf1.layers.flatten(features["x"]), flags.FLAGS.hidden_size), 10)
+    return classifier_spec(logits, labels, mode)

@@ -127,7 +127,11 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, TrainerError):
         return str(exc)
     where = user_frame(exc)
-    return f"{type(exc).__name__}: {first_line(exc)}" + (f" (at {where})" if where else "")
+    line = f"{type(exc).__name__}: {first_line(exc)}" + (f" (at {where})" if where else "")
+    if type(exc).__name__ == "UnparsedFlagAccessError":  # absl: a model_fn of a program, taken out of it
+        line += ("; the program's flags were never parsed: run the program itself (train-estimator PROGRAM.py "
+                 "--flag=...), or pass the value in model.params and read it from params")
+    return line
 
 
 def _to_log_files(message: str) -> None:

@@ -1,0 +1,89 @@
+"""The program the Estimator comparison runs on both sides (``bench/estimator_compare.py``): written
+against ``tf.estimator`` as a 2019 program was, a layers-tutorial-style CNN on synthetic
+MNIST-shaped images. It reports, as JSON: the eval metrics after its steps, the training steps per
+second after the first 10, the seconds from process start to the first step, and the checkpoint's
+variable names."""
+
+import json
+import time
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+from absl import app, flags
+
+flags.DEFINE_string("model_dir", None, "")
+flags.DEFINE_integer("steps", 200, "training steps of this call")
+flags.DEFINE_string("report", None, "")
+flags.DEFINE_integer("seed", 1, "tf_random_seed")
+FLAGS = flags.FLAGS
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux)."""
+    with open("/proc/self/stat") as f:
+        start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+    with open("/proc/uptime") as f:
+        uptime = float(f.read().split()[0])
+    import os
+
+    return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+
+
+def images(seed, n):
+    rng = np.random.RandomState(seed)
+    labels = rng.randint(0, 10, n).astype(np.int32)
+    x = rng.uniform(0, 1, (n, 28, 28, 1)).astype(np.float32)
+    for i, label in enumerate(labels):  # a faint bar in noise whose place is the class: learnable, not at once
+        x[i, 2 + 2 * label: 4 + 2 * label, 6:22, 0] += 0.15
+    return x, labels
+
+
+def cnn_model_fn(features, labels, mode):
+    net = tf.layers.conv2d(features["x"], 16, 5, padding="same", activation=tf.nn.relu, name="conv1")
+    net = tf.layers.max_pooling2d(net, 2, 2)
+    net = tf.layers.conv2d(net, 32, 5, padding="same", activation=tf.nn.relu, name="conv2")
+    net = tf.layers.max_pooling2d(net, 2, 2)
+    net = tf.layers.dense(tf.layers.flatten(net), 128, activation=tf.nn.relu, name="dense")
+    logits = tf.layers.dense(net, 10, name="logits")
+    classes = tf.argmax(logits, 1)
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        return tf.estimator.EstimatorSpec(mode, predictions={"classes": classes})
+    loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+    if mode == tf.estimator.ModeKeys.TRAIN:
+        train_op = tf.train.AdamOptimizer(1e-3).minimize(loss, global_step=tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+    return tf.estimator.EstimatorSpec(mode, loss=loss,
+                                      eval_metric_ops={"accuracy": tf.metrics.accuracy(labels, classes)})
+
+
+class Timing(tf.train.SessionRunHook):
+    def __init__(self):
+        self.first_step_at, self.marks = None, []
+
+    def after_run(self, run_context, run_values):
+        if self.first_step_at is None:
+            self.first_step_at = process_age()
+        self.marks.append(time.time())
+
+
+def main(_):
+    x, y = images(0, 5000)
+    tx, ty = images(1, 1000)
+    estimator = tf.estimator.Estimator(cnn_model_fn, model_dir=FLAGS.model_dir,
+                                       config=tf.estimator.RunConfig(tf_random_seed=FLAGS.seed, save_checkpoints_steps=100))
+    timing = Timing()
+    estimator.train(lambda: tf.data.Dataset.from_tensor_slices(({"x": x}, y)).shuffle(5000, seed=2).repeat().batch(64),
+                    steps=FLAGS.steps, hooks=[timing])
+    metrics = estimator.evaluate(lambda: tf.data.Dataset.from_tensor_slices(({"x": tx}, ty)).batch(200))
+    timed = timing.marks[10:]
+    report = {"metrics": {k: float(v) for k, v in metrics.items()},
+              "steps_per_sec": (len(timed) - 1) / (timed[-1] - timed[0]) if len(timed) > 1 else None,
+              "first_step_at": timing.first_step_at, "variables": sorted(estimator.get_variable_names())}
+    print(json.dumps(report))
+    if FLAGS.report:
+        with open(FLAGS.report, "w") as f:
+            json.dump(report, f)
+
+
+if __name__ == "__main__":
+    app.run(main)
