@@ -208,3 +208,12 @@ def test_evaluate_without_a_checkpoint_is_refused(make_cfg, tmp_path):
 
     with pytest.raises(CheckpointError, match="has no checkpoint"):
         execute(make_cfg(*CNN, "mode=evaluate"), str(tmp_path))
+
+
+def test_the_specs_own_saver_saves_and_rotates(make_cfg, tmp_path):
+    from helpers import ckpt_steps
+
+    cfg = make_cfg("model=model_fn", "model.fn=user_models.keeps_two_checkpoints", "train.max_steps=40",
+                   "checkpoint.every_steps=10", "checkpoint.keep=5")
+    execute(cfg, str(tmp_path))
+    assert ckpt_steps(tmp_path / "checkpoints") == [30, 40]  # the spec's max_to_keep=2, not checkpoint.keep=5

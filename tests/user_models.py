@@ -205,3 +205,10 @@ def reads_absl_flags(features, labels, mode):
         flags.DEFINE_integer("hidden_size", 8, "")
     logits = tf1.layers.dense(tf1.layers.dense(tf1.layers.flatten(features["x"]), flags.FLAGS.hidden_size), 10)
     return classifier_spec(logits, labels, mode)
+
+
+def keeps_two_checkpoints(features, labels, mode):
+    """A model_fn whose Scaffold brings its own Saver, keeping two checkpoints (as Estimator honoured)."""
+    logits = tf1.layers.dense(tf1.layers.flatten(features["x"]), 10)
+    spec = classifier_spec(logits, labels, mode)
+    return spec._replace(scaffold=tf1.train.Scaffold(saver=tf1.train.Saver(max_to_keep=2))) if mode == "train" else spec

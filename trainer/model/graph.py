@@ -292,6 +292,16 @@ def _shared_eval(model: _Model, arrays, placement: Placement, global_step, avera
     return EvalGraph(tf1.get_default_graph(), global_step, eval_input, metrics, update_op, None, examples, eval_spec)
 
 
+def _spec_saver(spec):
+    """The Saver of the model_fn's own Scaffold: it saves and rotates the checkpoints, as under Estimator
+    (``checkpoint.keep`` and ``checkpoint.keep_every_n_hours`` then do not apply)."""
+    saver = getattr(spec.scaffold, "saver", None) if spec.scaffold is not None else None
+    if saver is not None:
+        log.info("the model_fn's Scaffold has a Saver: it saves the checkpoints (max_to_keep=%s; checkpoint.keep "
+                 "does not apply)", saver.saver_def.max_to_keep if saver.saver_def else "?")
+    return saver
+
+
 def make_saver(cfg):
     """The run's Saver, with relative paths: a checkpoint dir copied elsewhere still finds its files."""
     saver = tf1.train.Saver(
@@ -350,7 +360,7 @@ def _build(cfg, arrays, placement: Placement, run_config, shared_eval: bool) -> 
         summary_op = tf1.summary.merge(train_summaries) if train_summaries else None
         if summary_op is not None:
             tf1.add_to_collection(TRAIN_SUMMARY_COLLECTION, summary_op)
-        saver = make_saver(cfg)
+        saver = _spec_saver(spec) or make_saver(cfg)
         scaffold = make_scaffold(cfg, saver, summary_op, spec.scaffold)
     return TrainGraph(
         graph=graph, global_step=global_step, step_before=step_before, step_after=step_after, loss=loss,
