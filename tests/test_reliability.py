@@ -530,3 +530,18 @@ def test_restore_step_without_that_checkpoint_is_refused(make_cfg, tmp_path):
     with pytest.raises(ConfigError, match=r"restore_step=7: no intact model.ckpt-7 .* it has steps \[0, 5, 10, 15, 20\]"):
         run(make_cfg("checkpoint.every_steps=5", "checkpoint.restore_step=7"), str(tmp_path))
     assert files(tmp_path / "checkpoints") == state
+
+
+def test_a_refused_run_calls_none_of_its_hooks_targets(make_cfg, tmp_path):
+    """A hook's _target_ is imported and checked before the run, but called only once the run is accepted:
+    a run refused by the checkpoint check (another model's dir) has run none of the user's code."""
+    run(make_cfg(), str(tmp_path))
+    victim = tmp_path / "precious.txt"
+    victim.write_text("keep me")
+    hook = f"+hooks.x={{_target_: pathlib.Path.unlink, self: {victim}}}"
+    with pytest.raises(CheckpointError, match="belongs to model=mlp, not model=linear"):
+        run(make_cfg("model=linear", hook), str(tmp_path))
+    assert victim.read_text() == "keep me"
+    with pytest.raises(ConfigError, match=r"hooks.y: collections.OrderedDict is not a SessionRunHook"):
+        run(make_cfg("+hooks.y={_target_: collections.OrderedDict}"), str(tmp_path / "other"))
+    assert not (tmp_path / "other" / "checkpoints").exists()

@@ -30,4 +30,4 @@ train_input = tf1.estimator.inputs.numpy_input_fn({"x": x_train}, y_train, batch
 estimator.train(train_input)  # until the input ends: 3 epochs of 10 batches
 eval_input = tf1.estimator.inputs.numpy_input_fn({"x": x_train}, y_train, batch_size=100, shuffle=False)
 print("evaluation:", estimator.evaluate(eval_input))
-print("weights:", estimator.get_variable_value("w").ravel().round(2).tolist())
+print("weights:", estimator.get_variable_value("w").ravel().round(3).tolist())

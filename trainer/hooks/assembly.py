@@ -11,7 +11,7 @@ from typing import List, Optional, Tuple
 
 import tensorflow as tf
 
-from trainer.config.targets import instantiate
+from trainer.config.targets import instantiate, load_callable
 from trainer.errors import ConfigError
 from trainer.hooks.evaluation import EvalHook
 from trainer.hooks.runner import (CheckpointSaverHook, InputInitHook, MetricsHook, NanGuardHook, PreemptionHook,
@@ -31,6 +31,32 @@ class UserHooks:
     every: List
     chief: List
     listeners: List
+
+
+def check_user_hooks(cfg) -> List[str]:
+    """The config's hooks and listeners checked without building any: each ``_target_`` imports, and a
+    class is a SessionRunHook (or CheckpointSaverListener). Nothing of the user's is called: a run is
+    refused before any of its code runs. Returns ``NAME=TARGET`` of each, as the run will build them.
+
+    Raises:
+      ConfigError: naming the entry.
+    """
+    found = []
+    entries = [(f"hooks.{n}", e, tf1.train.SessionRunHook) for n, e in (cfg.hooks or {}).items()]
+    entries += [(f"checkpoint.listeners.{n}", e, tf1.train.CheckpointSaverListener)
+                for n, e in (cfg.checkpoint.listeners or {}).items()]
+    for key, entry, kind in entries:
+        if entry is None:
+            continue
+        if "_target_" not in entry:
+            raise ConfigError(f"{key}: no _target_; give the class or factory to build, e.g. {{_target_: my_pkg.MyHook}}")
+        if key.startswith("hooks.") and entry.get("role", "all") not in ROLES:
+            raise ConfigError(f"{key}.role={entry.get('role')}: use chief or all")
+        target = load_callable(entry["_target_"], f"{key}._target_")
+        if isinstance(target, type) and not issubclass(target, kind):
+            raise ConfigError(f"{key}: {entry['_target_']} is not a {kind.__name__}")
+        found.append(f"{key.split('.')[-1]}={entry['_target_']}")
+    return found
 
 
 def make_config_hooks(hooks_cfg) -> Tuple[List, List]:

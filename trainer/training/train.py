@@ -21,7 +21,7 @@ from trainer.data.pipelines import input_error
 from trainer.data.sources import check_training_arrays, eval_source, load_data
 from trainer.errors import Preempted, describe
 from trainer.model.spec import RunConfig
-from trainer.hooks.assembly import RunParts, UserHooks, make_training_hooks, make_user_hooks
+from trainer.hooks.assembly import RunParts, UserHooks, check_user_hooks, make_training_hooks, make_user_hooks
 from trainer.hooks.evaluation import EvalHook, SeparateEvaluation, SharedEvaluation
 from trainer.model.graph import TrainGraph, build_eval_graph, build_graph
 from trainer.model.model_fn import make_run_config
@@ -70,12 +70,19 @@ def train(cfg, workdir: str, role=None, on_accepted: Optional[Callable[[], None]
     run_config = make_run_config(cfg, role.cluster_role)
     placement = role.placement(device, cfg.device.replicas, precision)
     graph = _timed(timings, "graph", lambda: build_graph(cfg, arrays, placement, run_config))
-    with graph.graph.as_default():
-        user = make_user_hooks(cfg)
+    # The config's hooks are checked now (imported, their classes checked). The runner's and TensorFlow's
+    # are built now too (a wrong tensor name fails before the dir is touched); a run naming other code is
+    # built only once accepted (every check passed, the dir held): a refused run calls none of it.
+    targets = check_user_hooks(cfg)
+    early = all(t.split("=", 1)[1].startswith(("trainer.", "tensorflow.")) for t in targets)
+    if early:
+        with graph.graph.as_default():
+            user = make_user_hooks(cfg)
     evaluation = _evaluation(cfg, graph, arrays, device, run_config)
     # Checked before the first step: a wrong name fails now, not after training.
     objective = role.objective(cfg.eval.objective, evaluation)
-    run = _Run(cfg, workdir, graph, device, user, role, timings, arrays, run_config, evaluation, objective, precision)
+    run = _Run(cfg, workdir, graph, device, user if early else None, role, timings, arrays, run_config, evaluation,
+               objective, precision)
     try:
         data = arrays.signature() if isinstance(arrays, FileSource) else None
         with role.claim(cfg, graph, workdir, data) as claimed:
@@ -83,6 +90,10 @@ def train(cfg, workdir: str, role=None, on_accepted: Optional[Callable[[], None]
                 return claimed.finished
             if on_accepted is not None:
                 on_accepted()
+            if not early:
+                log.info("building the config's hooks: %s", ", ".join(targets))
+                with graph.graph.as_default():
+                    run.user = make_user_hooks(cfg)
             if claimed.start_step:
                 _warn_if_stretched(cfg, workdir, claimed.start_step)
             result = run.train_recording_failure(claimed.start_step)
@@ -159,7 +170,7 @@ class _Run:
     workdir: str
     graph: TrainGraph
     device: str
-    user: UserHooks
+    user: Optional[UserHooks]  # built once the run is accepted
     role: object  # trainer.training.roles: one process, or a task of a cluster
     timings: Dict
     arrays: Optional[object]  # the loaded data; None for input_fns
