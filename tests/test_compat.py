@@ -10,7 +10,6 @@ import tensorflow as tf
 from trainer import compat
 
 tf1 = tf.compat.v1
-pytestmark = pytest.mark.unit
 
 
 def test_add_control_inputs_orders_an_existing_op():

@@ -105,6 +105,35 @@ def test_predict_yields_each_example_in_input_order(classifier):
         next(estimator.Estimator(model_fn, model_dir=str(classifier.model_dir) + "-empty").predict(predict_input))
 
 
+def test_pandas_input_fn_feeds_columns_by_name_and_checks_its_frames(tmp_path):
+    pd = pytest.importorskip("pandas")
+    x, y = _data()
+    frame = pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "colour": np.where(x[:, 2] > 0, "red", "blue")})
+    labels = pd.Series(y, name="label")
+
+    def frame_model_fn(features, labels, mode, params):  # the 2018 census tutorials' style: feature columns
+        colour = tf1.feature_column.indicator_column(
+            tf1.feature_column.categorical_column_with_vocabulary_list("colour", ["red", "blue"]))
+        net = tf1.feature_column.input_layer(features, [tf1.feature_column.numeric_column("a"),
+                                                        tf1.feature_column.numeric_column("b"), colour])
+        assert features["colour"].dtype == tf.string
+        return model_fn({"x": tf.concat([net, tf.zeros_like(net[:, :1])], 1)}, labels, mode, params)
+
+    est = estimator.Estimator(frame_model_fn, model_dir=str(tmp_path / "m"), params={"learning_rate": 0.5},
+                              config=estimator.RunConfig(tf_random_seed=3))
+    est.train(estimator.inputs.pandas_input_fn(frame, labels, batch_size=24, num_epochs=None, shuffle=True), steps=40)
+    result = est.evaluate(estimator.inputs.pandas_input_fn(frame, labels, batch_size=60, shuffle=False))
+    assert result["global_step"] == 40 and result["accuracy"] > 0.6
+    ordered = est.predict(estimator.inputs.pandas_input_fn(frame[:5], batch_size=2, shuffle=False))
+    assert len(list(ordered)) == 5
+    with pytest.raises(ValueError, match="index of x and y differ"):
+        estimator.inputs.pandas_input_fn(frame, labels.reset_index(drop=True)[::-1], shuffle=False)
+    with pytest.raises(ValueError, match="target_column"):
+        estimator.inputs.pandas_input_fn(frame.assign(target=1), labels, shuffle=False)
+    with pytest.raises(ValueError, match="shuffle must be given"):
+        estimator.inputs.pandas_input_fn(frame, labels)
+
+
 def test_hooks_and_saving_listeners_of_a_call_run(classifier):
     x, y = _data()
     seen = []
@@ -212,3 +241,35 @@ def test_a_script_that_trains_at_import_and_a_tpu_program_run_unedited(tmp_path)
     done = subprocess.run([LAUNCHER, os.path.join(PROGRAMS, "tpu_program.py"), f"--model_dir={tmp_path / 'c'}",
                            "--use_tpu=true"], capture_output=True, text=True, timeout=600)
     assert done.returncode != 0 and "there is no TPU here; pass use_tpu=False" in done.stderr
+
+
+@pytest.mark.cluster
+def test_train_and_evaluate_under_tf_config_runs_each_task_of_the_cluster(tmp_path):
+    """The chief, a ps and the evaluator: the same unedited program, each with its TF_CONFIG, on
+    real gRPC servers on 127.0.0.1; the evaluator evaluates and exports the chief's checkpoints."""
+    from trainer.dist.roles import free_ports
+
+    chief, ps = (f"127.0.0.1:{p}" for p in free_ports("127.0.0.1", 2))
+    cluster = {"chief": [chief], "ps": [ps]}
+    job_dir = tmp_path / "job"
+    procs = {}
+    for task in ("ps", "evaluator", "chief"):
+        env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": task, "index": 0}}))
+        procs[task] = subprocess.Popen([LAUNCHER, os.path.join(PROGRAMS, "estimator_cluster.py"),
+                                        f"--job-dir={job_dir}", "--train-steps=200"], env=env,
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        outputs = {task: p.communicate(timeout=300)[0] for task, p in procs.items()}
+    finally:
+        for p in procs.values():
+            p.kill()
+    for task, p in procs.items():
+        assert p.returncode == 0, f"{task}:\n{outputs[task][-3000:]}"
+    assert tf.train.load_variable(tf.train.latest_checkpoint(str(job_dir)), "global_step") == 200
+    from trainer.estimator.training import read_eval_metrics
+
+    evaluations = read_eval_metrics(str(job_dir / "eval"))
+    assert 200 in evaluations and evaluations[200]["accuracy"] > 0.9  # the final checkpoint, evaluated
+    exports = os.listdir(job_dir / "export" / "latest")
+    assert len(exports) == 1  # exports_to_keep=1
+    assert "model.ckpt" not in " ".join(os.listdir(job_dir / "tasks" / "ps-0"))  # the ps saves nothing

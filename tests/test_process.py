@@ -5,9 +5,7 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
 
-pytestmark = pytest.mark.unit
 
 _IMPORT_EVERYTHING = textwrap.dedent("""
     import gc, os, random, sys, threading

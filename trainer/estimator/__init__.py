@@ -3,8 +3,9 @@
 A program changes ``tf.estimator`` to ``trainer.estimator`` and runs as it did: ``Estimator``
 (``train``, ``evaluate``, ``predict``, ``export_saved_model``), ``RunConfig``, ``train_and_evaluate``
 with ``TrainSpec``, ``EvalSpec`` and the exporters, and the model_fn contract (``ModeKeys``,
-``EstimatorSpec``, ``export.*``, ``inputs.numpy_input_fn``) with the hooks' names Estimator gave
-them (``trainer.estimator.SessionRunHook``, ...). Each call runs through ``trainer.run``.
+``EstimatorSpec``, ``export.*``, ``inputs.numpy_input_fn``, ``inputs.pandas_input_fn``) with the
+hooks' names Estimator gave them (``trainer.estimator.SessionRunHook``, ...). Each call runs through
+``trainer.run``.
 
 Importing this module sets ``TF_USE_LEGACY_KERAS=1`` (unless set) before it imports TensorFlow, and
 changes nothing else in the process; a call runs ``trainer.run``, with its documented effects
@@ -21,7 +22,8 @@ from trainer.estimator.training import (BestExporter, EvalSpec, Exporter, FinalE
                                         stop_if_no_increase_hook, train_and_evaluate)
 from trainer.model.spec import (ClassificationOutput, EstimatorSpec, ModeKeys, PredictOutput, RegressionOutput,
                                 ServingInputReceiver, build_parsing_serving_input_receiver_fn,
-                                build_raw_serving_input_receiver_fn, export, inputs, numpy_input_fn)
+                                build_raw_serving_input_receiver_fn, export, inputs, numpy_input_fn,
+                                pandas_input_fn)
 
 _train = _tf.compat.v1.train
 
@@ -71,5 +73,6 @@ __all__ = [
     "PredictOutput", "ProfilerHook", "RegressionOutput", "RunConfig", "SecondOrStepTimer", "ServingInputReceiver",
     "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook",
     "StopAtStepHook", "SummarySaverHook", "TrainSpec", "experimental", "tpu", "WarmStartSettings", "build_parsing_serving_input_receiver_fn",
-    "build_raw_serving_input_receiver_fn", "export", "inputs", "numpy_input_fn", "train_and_evaluate",
+    "build_raw_serving_input_receiver_fn", "export", "inputs", "numpy_input_fn", "pandas_input_fn",
+    "train_and_evaluate",
 ]

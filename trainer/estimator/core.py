@@ -107,7 +107,10 @@ class Estimator:
     def train(self, input_fn: Callable, hooks: Optional[Iterable] = None, steps: Optional[int] = None,
               max_steps: Optional[int] = None, saving_listeners: Optional[Iterable] = None) -> "Estimator":
         """Train from the newest checkpoint: ``steps`` more steps, or up to the global step ``max_steps``,
-        or (both None) until ``input_fn``'s input ends. Returns the Estimator."""
+        or (both None) until ``input_fn``'s input ends. Returns the Estimator.
+
+        Under a ``TF_CONFIG`` cluster, this process plays its task's role (``distributed=tf_config``):
+        a ps serves until the training ends, the chief and the workers train (the chief saves)."""
         if steps is not None and max_steps is not None:
             raise ValueError("Can not provide both steps and max_steps.")
         if steps is not None and steps <= 0:
@@ -123,6 +126,8 @@ class Estimator:
             _reopen(self._model_dir)  # until the input ends, again: a finished record must not stop it
         overrides = ["mode=train", "eval.enabled=false", f"train.max_steps={'null' if target is None else target}",
                      f"data.train_fn={self._input(input_fn, 'train')}", *self._listeners(saving_listeners)]
+        if self._config.distributed:  # this process is one task of the cluster TF_CONFIG describes
+            overrides.append("distributed=tf_config")
         self._run(overrides, ModeKeys.TRAIN, hooks)
         return self
 

@@ -13,6 +13,10 @@ import tensorflow as tf
 
 log = logging.getLogger("trainer")
 
+# The evaluator task gives up when the chief writes no checkpoint for this long (as the train
+# command's evaluator does at distributed.progress_timeout_secs' default).
+EVALUATOR_TIMEOUT_SECS = 600.0
+
 
 class TrainSpec(NamedTuple):
     input_fn: Callable
@@ -148,12 +152,14 @@ class _EvaluateAfterSave(tf.compat.v1.train.CheckpointSaverListener):
 def train_and_evaluate(estimator, train_spec: TrainSpec, eval_spec: EvalSpec):
     """Train to ``train_spec.max_steps``, evaluating (and exporting) after checkpoints at most every
     ``eval_spec.throttle_secs``, then once more at the final checkpoint. Returns the last evaluation's
-    metrics and the exporters' results, as Estimator did."""
+    metrics and the exporters' results, as Estimator did.
+
+    Under a ``TF_CONFIG`` cluster each task plays its role (:func:`_run_task`) and returns None, as
+    Estimator's tasks did."""
     if not isinstance(train_spec, TrainSpec) or not isinstance(eval_spec, EvalSpec):
         raise TypeError("train_and_evaluate takes a TrainSpec and an EvalSpec")
     if estimator.config.distributed:
-        raise ValueError("train_and_evaluate: TF_CONFIG describes a cluster; run each task with the train command "
-                         "(distributed=tf_config), which runs chief, worker, ps and evaluator roles")
+        return _run_task(estimator, train_spec, eval_spec)
     evaluator = _Evaluator(estimator, eval_spec)
     listener = _EvaluateAfterSave(evaluator, estimator.model_dir)
     estimator.train(train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps,
@@ -162,6 +168,45 @@ def train_and_evaluate(estimator, train_spec: TrainSpec, eval_spec: EvalSpec):
     if latest:
         evaluator.evaluate(latest, final=True)
     return evaluator.last
+
+
+def _run_task(estimator, train_spec: TrainSpec, eval_spec: EvalSpec) -> None:
+    """This process's task of the cluster: the evaluator evaluates (and exports) the chief's
+    checkpoints; ps, chief and workers train (the chief without evaluating: that is the evaluator's
+    work, as under Estimator)."""
+    config = estimator.config
+    log.info("train_and_evaluate: %s %d of cluster %s", config.task_type, config.task_id, config.cluster_spec)
+    if config.task_type == "evaluator":
+        _evaluate_continuously(estimator, train_spec, eval_spec)
+        return None
+    estimator.train(train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps,
+                    saving_listeners=train_spec.saving_listeners)
+    return None
+
+
+def _evaluate_continuously(estimator, train_spec: TrainSpec, eval_spec: EvalSpec,
+                           timeout_secs: float = EVALUATOR_TIMEOUT_SECS) -> None:
+    """Evaluate each new checkpoint in the model_dir, at most every ``throttle_secs``, until the one at
+    ``train_spec.max_steps``.
+
+    Raises:
+      trainer.errors.ClusterError: no new checkpoint for ``timeout_secs`` (the chief is gone).
+    """
+    from trainer.errors import ClusterError
+
+    if train_spec.max_steps is None:
+        raise ValueError("train_and_evaluate: the evaluator task needs TrainSpec(max_steps=...) to know when the "
+                         "training ends; set it")
+    time.sleep(max(0, eval_spec.start_delay_secs))
+    evaluator = _Evaluator(estimator, eval_spec)
+    for path in tf.compat.v1.train.checkpoints_iterator(estimator.model_dir, min_interval_secs=eval_spec.throttle_secs,
+                                                        timeout=timeout_secs):
+        step = int(tf.train.load_variable(path, "global_step"))
+        evaluator.evaluate(path, final=step >= train_spec.max_steps)
+        if step >= train_spec.max_steps:
+            return
+    raise ClusterError(f"evaluator: no new checkpoint in {estimator.model_dir} for {timeout_secs:.0f}s; is the "
+                       "chief running?")
 
 
 # --- early stopping (tf.estimator.experimental) -------------------------------------------------------
