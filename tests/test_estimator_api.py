@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 import trainer.estimator as estimator
-from helpers import TESTS_DIR
+from helpers import TESTS_DIR, TRAIN
 
 tf1 = tf.compat.v1
 PROGRAMS = os.path.join(TESTS_DIR, "programs")
@@ -134,6 +134,22 @@ def test_pandas_input_fn_feeds_columns_by_name_and_checks_its_frames(tmp_path):
         estimator.inputs.pandas_input_fn(frame, labels)
 
 
+def test_in_memory_evaluator_evaluates_the_live_weights_without_a_checkpoint(classifier):
+    from trainer.estimator.training import read_eval_metrics
+
+    x, y = _data()
+    tx, ty = _data(1, 100)
+    hook = estimator.experimental.InMemoryEvaluatorHook(classifier, _inputs(tx, ty, batch=50, repeat=False),
+                                                        every_n_iter=10)
+    classifier.train(_inputs(x, y), steps=25, hooks=[hook])
+    assert [r["global_step"] for r in hook.results] == [1, 11, 21, 25]  # after the first step, every 10, at the end
+    assert sorted(read_eval_metrics(classifier.eval_dir())) == [1, 11, 21, 25]
+    saved = sorted(int(n.split("-")[1].split(".")[0]) for n in os.listdir(classifier.model_dir) if n.endswith(".index"))
+    assert saved == [0, 10, 20, 25]  # the model_dir's own checkpoints only (save_checkpoints_steps=10)
+    assert classifier.evaluate(_inputs(tx, ty, batch=50, repeat=False))["accuracy"] == \
+        pytest.approx(hook.results[-1]["accuracy"])
+
+
 def test_hooks_and_saving_listeners_of_a_call_run(classifier):
     x, y = _data()
     seen = []
@@ -163,6 +179,19 @@ def test_run_config_fields_the_runner_cannot_honour_are_refused_by_name(tmp_path
     config = estimator.RunConfig(save_checkpoints_steps=50).replace(keep_checkpoint_max=2)
     assert (config.save_checkpoints_steps, config.save_checkpoints_secs, config.keep_checkpoint_max) == (50, None, 2)
     assert estimator.RunConfig().save_checkpoints_secs == 600  # Estimator's default
+    with pytest.raises(ValueError, match=r"train_distribute=OneDeviceStrategy\): only MirroredStrategy"):
+        estimator.RunConfig(train_distribute=tf.distribute.OneDeviceStrategy("/cpu:0")).overrides()
+    assert not [o for o in estimator.RunConfig(train_distribute=tf.distribute.MirroredStrategy(["/cpu:0"])).overrides()
+                if o.startswith("device.")]  # one replica: nothing to change
+
+    class MirroredStrategy:  # two GPUs' worth, without the GPUs
+        num_replicas_in_sync = 2
+
+    assert "device.replicas=2" in estimator.RunConfig(train_distribute=MirroredStrategy()).overrides()
+    with pytest.raises(ValueError, match="var_name_to_vocab_info is not supported"):
+        estimator.Estimator(model_fn, str(tmp_path), warm_start_from=estimator.WarmStartSettings(
+            str(tmp_path), var_name_to_vocab_info={"w": estimator.VocabInfo("new.txt", 3, 1, "old.txt")})).train(
+                _inputs(*_data()), steps=1)
 
 
 def test_labels_as_a_tuple_pass_through_and_a_tpu_spec_is_converted_not_stripped(tmp_path):
@@ -273,3 +302,82 @@ def test_train_and_evaluate_under_tf_config_runs_each_task_of_the_cluster(tmp_pa
     exports = os.listdir(job_dir / "export" / "latest")
     assert len(exports) == 1  # exports_to_keep=1
     assert "model.ckpt" not in " ".join(os.listdir(job_dir / "tasks" / "ps-0"))  # the ps saves nothing
+
+
+USER_MODULE = '''
+import numpy as np
+import tensorflow as tf
+
+
+def model_fn(features, labels, mode, params):
+    logits = tf.compat.v1.layers.dense(features["x"], 2, name="logits")
+    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    if mode == tf.estimator.ModeKeys.EVAL:
+        return tf.estimator.EstimatorSpec(mode, loss=loss)
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(params["lr"]).minimize(
+        loss, global_step=tf.compat.v1.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def train_input_fn():
+    x = np.random.RandomState(0).normal(size=(200, 3)).astype(np.float32)
+    return tf.data.Dataset.from_tensor_slices(({"x": x}, (x[:, 0] > 0).astype(np.int64))).repeat().batch(20)
+'''
+
+USER_PROGRAM = '''
+import tensorflow as tf
+import mymodel
+
+estimator = tf.estimator.Estimator(mymodel.model_fn, model_dir="model", params={"lr": 0.1})
+estimator.train(mymodel.train_input_fn, steps=30)
+estimator.train(lambda: mymodel.train_input_fn(), steps=10)
+print("step", estimator.get_variable_value("global_step"))
+'''
+
+
+@pytest.mark.cli
+def test_a_programs_model_dir_resumes_under_the_train_command_and_back(tmp_path):
+    """The program and the train command are two doors to one model_dir: ``train resume=`` asks for
+    the callable the program made on the fly (a lambda), by key, then continues; the program then
+    continues from there. The model_fn, written against tf.estimator, runs unedited under ``train``."""
+    (tmp_path / "mymodel.py").write_text(USER_MODULE)
+    (tmp_path / "program.py").write_text(USER_PROGRAM)
+
+    def step():
+        return tf.train.load_variable(tf.train.latest_checkpoint(str(tmp_path / "model")), "global_step")
+
+    def run(*command):
+        return subprocess.run(list(command), cwd=tmp_path, capture_output=True, text=True, timeout=600)
+
+    done = run(LAUNCHER, "program.py")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert step() == 40
+    refused = run(TRAIN, "resume=model", "train.max_steps=60")
+    assert refused.returncode == 2
+    (line,) = [e for e in refused.stderr.splitlines() if e.startswith("error:")]
+    assert "data.train_fn=MODULE.FUNCTION" in line and "<lambda> (program.py:7)" in line and "model.fn" not in line
+    assert step() == 40
+    done = run(TRAIN, "resume=model", "train.max_steps=60", "data.train_fn=mymodel.train_input_fn")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert step() == 60
+    done = run(TRAIN, "resume=model", "train.max_steps=70")  # the callable given once is part of the record now
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert step() == 70
+    done = run(LAUNCHER, "program.py")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "step 110" in done.stdout
+
+
+def test_the_record_names_importable_callables_and_lists_the_rest():
+    import functools
+
+    from trainer.estimator.record import _yaml_value, describe, importable_name
+
+    assert importable_name(model_fn) == f"{__name__}.model_fn"
+    assert importable_name(lambda: 0) is None
+    assert importable_name(functools.partial(model_fn, params={})) is None
+    assert importable_name(_inputs(*_data())) is None  # a closure
+    assert describe(_inputs(*_data())).startswith("_inputs.<locals>.input_fn (test_estimator_api.py:")
+    assert _yaml_value({"lr": 0.1, "units": [8, 4], "name": "a b", "on": True}) == \
+        '{lr:0.1,units:[8,4],name:"a b",on:true}'
+    assert _yaml_value({"columns": [object()]}) is None and _yaml_value({"not an id": 1}) is None

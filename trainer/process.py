@@ -8,6 +8,8 @@ TensorFlow's defaults.
 The effects, each documented where it is made:
 
 - environment variables TensorFlow reads at import (:func:`set_environment`);
+- ``sys.path``: the working dir first, so the config's dotted paths find the user's modules
+  (:func:`import_from_working_dir`, the ``train`` command only);
 - ``sys.excepthook``: a Ctrl-C outside the command's ``main()`` is one line and status 130
   (:func:`install_excepthook`);
 - ``threading.excepthook``: SyncReplicas' cancelled queue-runner threads end silently
@@ -16,7 +18,10 @@ The effects, each documented where it is made:
 - file descriptor 2 and ``sys.stderr`` while TensorFlow's libraries load (:func:`preload_libraries`,
   :func:`quiet_stderr`), and TensorFlow's Python logger routed into the run's log
   (:func:`route_tensorflow_log`);
-- TensorFlow's op determinism (:func:`set_determinism`).
+- TensorFlow's op determinism (:func:`set_determinism`);
+- ``tf.estimator`` and its other import paths resolving to ``trainer.estimator``
+  (:func:`alias_estimator`: the ``train`` command once TensorFlow is imported, and
+  ``train-estimator``).
 
 Python's and NumPy's global random generators are never touched (``train.seed`` seeds the graph
 and tf_keras' own generator only, as Estimator seeded the graph only).
@@ -25,13 +30,16 @@ and tf_keras' own generator only, as Estimator seeded the graph only).
 import atexit
 import contextlib
 import gc
+import importlib
 import io
 import logging
 import os
 import sys
 import threading
 import time
+import types
 import warnings
+from typing import Callable, List
 
 from trainer import compat
 
@@ -95,10 +103,72 @@ def install_excepthook() -> None:
     sys.excepthook = _interrupted
 
 
+_after_tensorflow: List[Callable[[], None]] = []  # what the command runs once import_tensorflow() imported it
+
+
 def prepare_command() -> None:
     """What the ``train`` command does to its process before anything else."""
     install_excepthook()
     set_environment()
+    import_from_working_dir()
+    _after_tensorflow.append(alias_estimator)  # model_fns written against tf.estimator run unedited
+
+
+class _Missing(types.ModuleType):
+    """A module of names the runner does not provide: touching one fails in one line naming it."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise SystemExit(f"error: {self.__name__}.{name} is not provided by trainer.estimator (TensorFlow 2.16 removed "
+                         f"it with tf.estimator); port that part of the program")
+
+
+class _Deferred(types.ModuleType):
+    """Module ``target``, imported when one of its names is first read (a command whose user code never
+    touches ``tf.estimator`` does not pay for importing ``trainer.estimator``)."""
+
+    def __init__(self, name: str, target: str):
+        super().__init__(name)
+        self._target = target
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name not in ("__all__", "__path__"):
+            raise AttributeError(name)
+        return getattr(importlib.import_module(self._target), name)
+
+    def __dir__(self):
+        return dir(importlib.import_module(self._target))
+
+
+def alias_estimator() -> None:
+    """``tf.estimator``, ``tf.compat.v1.estimator`` (with ``.tpu``), ``tensorflow.compat.v1.estimator`` and
+    ``tensorflow_estimator`` resolve to ``trainer.estimator`` (imported on first use), and ``tf.contrib``
+    fails in one line naming what is missing. TensorFlow 2.16+ has none of them; an installed
+    ``tensorflow_estimator`` (TensorFlow <= 2.15) is left alone."""
+    import tensorflow as tf
+
+    if hasattr(tf, "estimator") and not isinstance(tf.estimator, _Deferred):
+        return
+    api = _Deferred("tensorflow.estimator", "trainer.estimator")
+    for name in ("tensorflow.estimator", "tensorflow.compat.v1.estimator", "tensorflow.compat.v2.estimator",
+                 "tensorflow_estimator", "tensorflow_estimator.estimator", "tensorflow.python.estimator",
+                 "tensorflow_estimator.python.estimator.estimator_lib"):
+        sys.modules[name] = api
+    sys.modules["tensorflow.compat.v1.estimator.tpu"] = _Deferred("tensorflow.compat.v1.estimator.tpu",
+                                                                 "trainer.estimator.tpu")
+    for module in (tf, tf.compat.v1, tf.compat.v2):
+        setattr(module, "estimator", api)
+    if not hasattr(tf.compat.v1, "contrib"):
+        setattr(tf.compat.v1, "contrib", _Missing("tf.contrib"))
+
+
+def import_from_working_dir() -> None:
+    """User code named by dotted path (``model.fn=my_pkg.model.model_fn``) imports from the working dir,
+    as under ``python -m``: a console script's ``sys.path`` starts at its own bin dir instead."""
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.insert(0, here)
 
 
 def ignore_cancelled_queue_runners() -> None:
@@ -243,6 +313,8 @@ def import_tensorflow(verbose: bool = False):
         _release_collector()  # also when the command held it and something else imported TensorFlow first
     import tensorflow as tf
 
+    while _after_tensorflow:
+        _after_tensorflow.pop(0)()
     route_tensorflow_log(verbose)
     if not verbose:
         warnings.filterwarnings("ignore", message=r".*is deprecated and will be removed", category=UserWarning)

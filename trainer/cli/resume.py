@@ -1,5 +1,6 @@
 """``resume=RUN_DIR``: the config a run dir was made with, plus this command's overrides."""
 
+import contextlib
 import copy
 import os
 from typing import Callable, List, Tuple
@@ -8,6 +9,10 @@ from omegaconf import ListConfig, OmegaConf
 
 from trainer.cli.paths import override_key
 from trainer.errors import ConfigError
+
+# Written into a model_dir by a Python program's training call (``trainer.estimator.record``): the
+# callables the train command must be given to resume it.
+PROGRAM_RECORD = "program.yaml"
 
 
 def override_target(override: str) -> str:
@@ -41,6 +46,25 @@ def check_resumable(run_dir: str) -> None:
                           "again with its overrides")
 
 
+def _check_program_needs(run_dir: str, overrides: List[str]) -> None:
+    """A model_dir a Python program trained (``trainer.estimator``) names in ``.hydra/program.yaml`` the
+    callables the command cannot import: each must be given on the command line.
+
+    Raises:
+      ConfigError: one is not given (naming the keys and where the program defined each).
+    """
+    path = os.path.join(run_dir, ".hydra", PROGRAM_RECORD)
+    if not os.path.isfile(path):
+        return
+    record = OmegaConf.load(path)
+    given = {override_key(o) for o in overrides}
+    missing = {k: v for k, v in (record.get("needs") or {}).items() if k not in given}
+    if missing:
+        what = "; ".join(f"{k}=MODULE.FUNCTION (the program's {v} is not importable)" for k, v in missing.items())
+        raise ConfigError(f"resume={run_dir}: trained by the program {record.get('program')}; give {what}, "
+                          "or run the program again")
+
+
 def resume_overrides(run_dir: str, overrides: List[str]) -> List[str]:
     """The overrides a resumed run is composed from: ``run_dir``'s saved ones, then ``overrides``
     (``resume=`` itself left out), which win key by key. ``~KEY`` drops what the saved overrides set
@@ -51,6 +75,7 @@ def resume_overrides(run_dir: str, overrides: List[str]) -> List[str]:
       ConfigError: ``run_dir`` is not a run dir of this runner.
     """
     check_resumable(run_dir)
+    _check_program_needs(run_dir, overrides)
     merged = {}
     for o in list(OmegaConf.load(os.path.join(run_dir, ".hydra", "overrides.yaml"))) + list(overrides):
         if override_key(o) == "resume":
@@ -87,5 +112,7 @@ def resumed_config(cfg, run_dir: str, overrides: List[str]) -> Tuple[object, Cal
         """The run dir's record now describes this run: the next resume starts from it."""
         OmegaConf.save(OmegaConf.create(merged), os.path.join(run_dir, ".hydra", "overrides.yaml"))
         OmegaConf.save(cfg, os.path.join(run_dir, ".hydra", "config.yaml"))
+        with contextlib.suppress(FileNotFoundError):  # the callables a program left to give are given now
+            os.remove(os.path.join(run_dir, ".hydra", PROGRAM_RECORD))
 
     return cfg, record

@@ -12,12 +12,15 @@ changes nothing else in the process; a call runs ``trainer.run``, with its docum
 (``trainer.process``).
 """
 
+from typing import NamedTuple
+
 import tensorflow as _tf
 
 from trainer.estimator.core import Estimator
 from trainer.estimator.run_config import RunConfig
 from trainer.estimator import tpu
-from trainer.estimator.training import (BestExporter, EvalSpec, Exporter, FinalExporter, LatestExporter, TrainSpec,
+from trainer.estimator.training import (BestExporter, EvalSpec, Exporter, FinalExporter, InMemoryEvaluatorHook,
+                                        LatestExporter, TrainSpec,
                                         stop_if_higher_hook, stop_if_lower_hook, stop_if_no_decrease_hook,
                                         stop_if_no_increase_hook, train_and_evaluate)
 from trainer.model.spec import (ClassificationOutput, EstimatorSpec, ModeKeys, PredictOutput, RegressionOutput,
@@ -52,6 +55,20 @@ class experimental:  # noqa: N801  (mirrors tf.estimator.experimental)
     stop_if_no_increase_hook = staticmethod(stop_if_no_increase_hook)
     stop_if_higher_hook = staticmethod(stop_if_higher_hook)
     stop_if_lower_hook = staticmethod(stop_if_lower_hook)
+    InMemoryEvaluatorHook = InMemoryEvaluatorHook
+
+
+class VocabInfo(NamedTuple):
+    """Estimator's vocabulary remapping for a warm start; ``WarmStartSettings`` refuses it in one line
+    (the runner warm-starts variables by name only)."""
+
+    new_vocab: str
+    new_vocab_size: int
+    num_oov_buckets: int
+    old_vocab: str
+    old_vocab_size: int = -1
+    backup_initializer: object = None
+    axis: int = 0
 
 
 class WarmStartSettings:
@@ -72,7 +89,7 @@ __all__ = [
     "LatestExporter", "LoggingTensorHook", "ModeKeys", "NanLossDuringTrainingError", "NanTensorHook",
     "PredictOutput", "ProfilerHook", "RegressionOutput", "RunConfig", "SecondOrStepTimer", "ServingInputReceiver",
     "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook",
-    "StopAtStepHook", "SummarySaverHook", "TrainSpec", "experimental", "tpu", "WarmStartSettings", "build_parsing_serving_input_receiver_fn",
+    "StopAtStepHook", "SummarySaverHook", "TrainSpec", "experimental", "tpu", "VocabInfo", "WarmStartSettings", "build_parsing_serving_input_receiver_fn",
     "build_raw_serving_input_receiver_fn", "export", "inputs", "numpy_input_fn", "pandas_input_fn",
     "train_and_evaluate",
 ]

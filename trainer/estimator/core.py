@@ -17,6 +17,7 @@ from typing import Callable, Dict, Iterable, List, Optional
 
 from trainer.config.targets import declared_args
 from trainer.estimator import registry
+from trainer.estimator.record import write_record
 from trainer.estimator.run_config import RunConfig
 from trainer.model.model_fn import MODEL_FN_ARGS, ModelFn
 from trainer.model.spec import ModeKeys
@@ -128,7 +129,15 @@ class Estimator:
                      f"data.train_fn={self._input(input_fn, 'train')}", *self._listeners(saving_listeners)]
         if self._config.distributed:  # this process is one task of the cluster TF_CONFIG describes
             overrides.append("distributed=tf_config")
-        self._run(overrides, ModeKeys.TRAIN, hooks)
+        made = self._overrides(overrides, ModeKeys.TRAIN, hooks)
+
+        def record() -> None:  # once the run is accepted: `train resume=MODEL_DIR` continues it
+            write_record(self._model_dir, made, {"model.fn": self._model_fn, "data.train_fn": input_fn},
+                         self._call_params())
+
+        import trainer
+
+        trainer.run(compose(made), self._model_dir, on_accepted=record)
         return self
 
     def evaluate(self, input_fn: Callable, steps: Optional[int] = None, hooks: Optional[Iterable] = None,
@@ -218,12 +227,15 @@ class Estimator:
 
         return registry.register(model_fn, "model_fn", owner=self._model_fn)
 
-    def _cfg(self, overrides: List[str], mode: str, hooks: Optional[Iterable]):
+    def _overrides(self, overrides: List[str], mode: str, hooks: Optional[Iterable]) -> List[str]:
+        """The runner's config of a call, as overrides: the Estimator's, then the call's own."""
         base = ["model=model_fn", f"model.fn={self._model(mode, hooks)}", "data=input_fn", "log.progress=off",
                 "data.skip_trained_batches=false",  # each call reads its input from the start, as Estimator's did
                 f"checkpoint.dir={self._model_dir}", f"session={os.environ.get('TRAINER_SESSION', 'monitored')}"]
-        cfg = compose([*base, *self._config.overrides(), *_warm_start(self._warm_start_from), *overrides])
-        return cfg
+        return [*base, *self._config.overrides(), *_warm_start(self._warm_start_from), *overrides]
+
+    def _cfg(self, overrides: List[str], mode: str, hooks: Optional[Iterable]):
+        return compose(self._overrides(overrides, mode, hooks))
 
     def _run(self, overrides: List[str], mode: str, hooks: Optional[Iterable]) -> Dict:
         import trainer

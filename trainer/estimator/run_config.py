@@ -99,10 +99,7 @@ class RunConfig:
         for name in _UNSUPPORTED:
             if getattr(self, name) is not None:
                 raise ValueError(f"RunConfig({name}=...): the runner has no equivalent; leave it unset")
-        if self.train_distribute is not None:
-            raise ValueError("RunConfig(train_distribute=...): distribution strategies are not run here; leave it "
-                             "unset (one process), or run the program with TF_CONFIG set for a cluster of tasks")
-        out = [f"train.seed={_value(self.tf_random_seed)}",
+        out = _strategy_overrides(self.train_distribute) + [f"train.seed={_value(self.tf_random_seed)}",
                f"summary.every_steps={_value(self.save_summary_steps or 0)}",
                f"checkpoint.every_steps={_value(self.save_checkpoints_steps)}",
                f"checkpoint.every_secs={_value(self.save_checkpoints_secs)}",
@@ -110,6 +107,19 @@ class RunConfig:
                f"checkpoint.keep_every_n_hours={_value(self.keep_checkpoint_every_n_hours)}",
                f"log.every_steps={_value(self.log_step_count_steps or 0)}"]
         return out + _session_config_overrides(self.session_config)
+
+
+def _strategy_overrides(strategy) -> List[str]:
+    """``train_distribute``: a ``MirroredStrategy`` is the runner's towers (``device.replicas``: one
+    per device, gradients averaged), the same thing; any other strategy is refused."""
+    if strategy is None:
+        return []
+    if type(strategy).__name__ != "MirroredStrategy":
+        raise ValueError(f"RunConfig(train_distribute={type(strategy).__name__}): only MirroredStrategy (the "
+                         "runner's towers) is run here; leave it unset (one process), or set TF_CONFIG for a "
+                         "cluster of tasks")
+    replicas = int(strategy.num_replicas_in_sync)
+    return [f"device.replicas={replicas}"] if replicas > 1 else []
 
 
 def _value(v) -> str:

@@ -1,0 +1,94 @@
+"""The ``model_dir``'s record for the ``train`` command, so that ``train resume=MODEL_DIR`` continues a
+model_dir a program trained through this API.
+
+After a training call is accepted, the model_dir gets the record the ``train`` command keeps in a
+run dir (``.hydra/overrides.yaml``): the call's config as overrides, with the program's model_fn and
+input_fn under their import paths. A callable the ``train`` command cannot import (a lambda, a
+closure, a function of a script run as ``__main__``) is listed in ``.hydra/program.yaml`` instead:
+``train resume=MODEL_DIR`` then asks for it by key (``model.fn=...``, ``data.train_fn=...``) in one
+line, naming where the program defined it.
+"""
+
+import importlib
+import json
+import os
+import sys
+from typing import Any, Dict, List, Optional
+
+from omegaconf import OmegaConf
+
+from trainer.cli.paths import override_key
+from trainer.cli.resume import PROGRAM_RECORD
+_DROPPED = ("checkpoint.listeners.",)  # a call's saving listeners: Python objects of that call only
+
+
+def importable_name(obj: Any) -> Optional[str]:
+    """The dotted path under which a new process imports ``obj`` itself, or None (a lambda, a closure,
+    a partial, a function of a script run as ``__main__``)."""
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not module or not qualname or "<" in qualname:
+        return None
+    if module == "__main__":
+        spec = getattr(sys.modules.get("__main__"), "__spec__", None)  # python -m pkg.module: importable
+        module = spec.name if spec is not None and spec.name != "__main__" else None
+        if module is None:
+            return None
+    try:
+        found = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except Exception:
+        return None
+    return f"{module}.{qualname}" if found is obj else None
+
+
+def describe(obj: Any) -> str:
+    """Where the program defined ``obj``: ``make_model_fn.<locals>.model_fn (estimator_main.py:37)``."""
+    target = getattr(obj, "func", obj)
+    code = getattr(target, "__code__", None)
+    where = f" ({os.path.basename(code.co_filename)}:{code.co_firstlineno})" if code is not None else ""
+    return f"{getattr(target, '__qualname__', type(target).__name__)}{where}"
+
+
+def _yaml_value(value: Any) -> Optional[str]:
+    """``value`` as a Hydra override value, or None when it is not plain data."""
+    if isinstance(value, bool) or value is None or isinstance(value, (int, float, str)):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        items = [_yaml_value(v) for v in value]
+        return None if None in items else "[" + ",".join(items) + "]"
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) and k.isidentifier() for k in value):
+            return None
+        items = {k: _yaml_value(v) for k, v in value.items()}
+        return None if None in items.values() else "{" + ",".join(f"{k}:{v}" for k, v in items.items()) + "}"
+    return None
+
+
+def write_record(model_dir: str, overrides: List[str], callables: Dict[str, Any], params: Dict) -> None:
+    """Write the train command's record of a training call into ``model_dir``: ``overrides`` with
+    each key of ``callables`` (``model.fn``, ``data.train_fn``: the user's objects) under its import
+    path, ``model.params`` from ``params``; what cannot be recorded is listed in ``program.yaml``."""
+    kept, needs = [], {}
+    for o in overrides:
+        key = override_key(o)
+        if key.startswith(_DROPPED):
+            continue
+        if key in callables:
+            name = importable_name(callables[key])
+            if name is None:
+                needs[key] = describe(callables[key])
+                continue
+            o = f"{key}={name}"
+        kept.append(o)
+    value = _yaml_value(dict(params))
+    if value is None:
+        needs["model.params"] = "the Estimator's params (values that are not plain data)"
+    elif params:
+        kept.append(f"+model.params={value}")
+    record = os.path.join(model_dir, ".hydra")
+    os.makedirs(record, exist_ok=True)
+    OmegaConf.save(OmegaConf.create(kept), os.path.join(record, "overrides.yaml"))
+    program = getattr(sys.modules.get("__main__"), "__file__", None)
+    OmegaConf.save(OmegaConf.create({"program": os.path.abspath(program) if program else None, "needs": needs}),
+                   os.path.join(record, PROGRAM_RECORD))
