@@ -266,6 +266,23 @@ def test_local_cluster_trains_to_max_steps(tmp_path):
     assert again.returncode == 0 and "nothing to do" in again.stderr + again.stdout
 
 
+@pytest.mark.parametrize("sync", [False, True])
+def test_local_cluster_with_two_ps_tasks_ends(tmp_path, sync):
+    """2 ps tasks (the variables split between them): every task exits 0 once the chief is done.
+    Each ps used to fail placing the other ps's done queue and the command never ended."""
+    command = [TRAIN, *CLUSTER_TINY, "distributed=local", "distributed.num_ps=2", f"distributed.sync_replicas={sync}",
+               "train.max_steps=40", "checkpoint.every_steps=null"]
+    proc = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    (run,) = [d for d in glob.glob(str(tmp_path / "outputs" / "*")) if not os.path.islink(d)]
+    metrics = json.load(open(os.path.join(run, "metrics.json")))
+    assert metrics["status"] == "finished" and metrics["global_step"] >= 40
+    for ps in ("ps-0", "ps-1"):
+        record = json.load(open(os.path.join(run, "tasks", ps, "metrics.json")))
+        assert record["status"] == "finished" and not _alive(record["pid"])
+    assert "Cannot assign a device" not in proc.stdout + proc.stderr
+
+
 def test_local_cluster_sync_replicas_and_a_taken_port(tmp_path, make_cfg, monkeypatch):
     """sync_replicas: every update averages both workers' gradients and the chief stops exactly at
     max_steps. The first ports picked include one another process holds: the cluster starts again."""

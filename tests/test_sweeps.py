@@ -117,6 +117,46 @@ def test_rerun_skips_finished_and_resumes_unfinished_jobs(tmp_path):
     assert all(list((sweep_dir / n).glob("checkpoints.replaced-*")) for n in names)
 
 
+def test_sigterm_stops_the_whole_sweep_and_the_rerun_resumes_it(tmp_path):
+    """SIGTERM during the first of three jobs: the sweep exits 143 at once, the job is recorded
+    `preempted` with its step and a checkpoint, no other job starts; running the sweep again
+    resumes that job and runs the others."""
+    import signal
+    import time
+
+    from helpers import wait_for_step
+
+    args = [*TINY, "train.max_steps=3000", "data.train_examples=4096", "checkpoint.every_steps=null",
+            "eval.every_steps=100000", "optimizer.learning_rate=0.03,0.02,0.01", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+    proc = subprocess.Popen([TRAIN, "-m", *args], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline, first = time.time() + 120, None
+        while time.time() < deadline and first is None:
+            started_jobs = [d for d in (tmp_path / "sweep").glob("*") if d.is_dir()]
+            first = started_jobs[0] if started_jobs else None
+            time.sleep(0.1)
+        wait_for_step(first, 20, proc)
+        proc.send_signal(signal.SIGTERM)
+        started = time.time()
+        out, err = proc.communicate(timeout=60)
+        took = time.time() - started
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, err[-3000:]
+    assert took < 10, took
+    found = jobs(tmp_path / "sweep")
+    assert list(found) == [first.name], found  # no job after it started
+    record = found[first.name]
+    assert record["status"] == "preempted" and 20 <= record["global_step"] < 3000, record
+    assert tf.train.latest_checkpoint(str(first / "checkpoints")).endswith(f"-{record['global_step']}")
+    again = subprocess.run([TRAIN, "-m", *args], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    after = jobs(tmp_path / "sweep")
+    assert len(after) == 3 and all(m["status"] == "finished" for m in after.values())
+    assert after[first.name]["start_step"] == record["global_step"]
+
+
 def test_a_failing_job_does_not_stop_the_others(tmp_path):
     proc = sweep(tmp_path, "model.fn=trainer.models.mlp.model_fn,user_models.nan_after_5")
     # The sweep reports the failure after every job ran: one line, no traceback.

@@ -27,7 +27,7 @@ from trainer.dist.roles import resolve_role
 RUNS_ROOT = "outputs"
 _SCHEDULE_KEYS = {
     "train.max_steps", "session", "device", "hooks", "hook", "resume",
-    "eval.every_steps", "eval.batch_size", "checkpoint.every_steps", "checkpoint.every_secs", "checkpoint.keep",
+    "eval.every_steps", "eval.batch_size", "eval.steps", "checkpoint.every_steps", "checkpoint.every_secs", "checkpoint.keep",
     "summary.every_steps", "mode", "distributed", "train.stalled_steps_limit", "checkpoint.restore_step",
     "train.max_skipped_steps",
 }

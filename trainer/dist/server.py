@@ -48,14 +48,17 @@ def start_server(role: Role, config=None, quiet: bool = True):
     return server
 
 
+def _done_queue(index: int):
+    """Ps task ``index``'s queue of done tokens, shared by name across the tasks' graphs; capacity for
+    restarted workers' tokens."""
+    with tf.device(f"/job:ps/task:{index}"):
+        return tf1.FIFOQueue(1024, tf.string, shapes=[[]], shared_name=DONE_QUEUE.format(index),
+                             name=f"done_queue_ps{index}")
+
+
 def _done_queues(role: Role):
-    """One queue per ps task, shared by name across the tasks' graphs; capacity for restarted workers' tokens."""
-    queues = []
-    for i in range(len(role.cluster["ps"])):
-        with tf.device(f"/job:ps/task:{i}"):
-            queues.append(tf1.FIFOQueue(1024, tf.string, shapes=[[]], shared_name=DONE_QUEUE.format(i),
-                                        name=f"done_queue_ps{i}"))
-    return queues
+    """Every ps task's queue (a training task tells each)."""
+    return [_done_queue(i) for i in range(len(role.cluster["ps"]))]
 
 
 def signal_done(role: Role, target: str, watchdog: Watchdog, max_wait_secs: float) -> None:
@@ -83,7 +86,9 @@ def serve_ps(role: Role, server, progress_timeout_secs: float) -> Dict:
     waiting = {f"{job}-{i}" for job, i in role.training_tasks}
     graph = tf.Graph()
     with graph.as_default():
-        dequeue = _done_queues(role)[role.index].dequeue()
+        # Only this ps's own queue: a session that sees only this task's devices places its whole
+        # graph, and another ps's queue there cannot be placed (with 2 ps tasks every ps failed so).
+        dequeue = _done_queue(role.index).dequeue()
     sess = tf1.Session(server.target, graph=graph, config=tf1.ConfigProto(device_filters=[role.device()]))
     # A blocking dequeue in its own thread: a step timeout (RunOptions) would make the master
     # abort a step every few seconds, and aborted steps stall the ps for everyone.

@@ -3,7 +3,8 @@
 Jobs of the basic launcher share one process, so errors are raised (a SystemExit
 would end the whole sweep) after the job's ``metrics.json`` records the failure;
 Hydra finishes the other jobs and the sweep exits non-zero. ``sweep.fail_fast``
-ends the sweep at the first failure instead.
+ends the sweep at the first failure instead. SIGTERM or SIGINT during a job ends
+the whole sweep (status 143 or 130), the job recorded ``preempted``.
 """
 
 import logging
@@ -12,7 +13,7 @@ import os
 from omegaconf import OmegaConf
 
 import trainer
-from trainer.errors import ConfigError, describe, fail
+from trainer.errors import ConfigError, Preempted, describe, fail
 from trainer.records import failure_record, read_json, write_json
 
 log = logging.getLogger("trainer")
@@ -62,6 +63,11 @@ def run_job(cfg, hc) -> float:
         result = trainer.run(cfg, output_dir)
         write_hparams(output_dir, list(hc.overrides.task))
         return result.get("objective_value")
+    except Preempted as e:
+        # A signal stops the whole sweep, not this job alone: the job recorded itself `preempted`
+        # with its step, and running the sweep again resumes it and runs the jobs after it.
+        log.error("job %s: %s; the sweep stops here (run it again to go on)", os.path.basename(output_dir), e)
+        raise SystemExit(e.exit_code) from None
     except Exception as e:
         reason = describe(e)
         path = os.path.join(output_dir, "metrics.json")
