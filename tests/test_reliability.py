@@ -382,6 +382,68 @@ def test_sigterm_saves_and_exits_143(tmp_path, session):
 
 
 @pytest.mark.cli
+def test_a_memory_mapped_array_cut_short_under_a_running_job_fails_in_one_line(tmp_path):
+    """Truncating a ``.npy`` file the run reads memory-mapped used to kill it with SIGBUS (exit 135,
+    no line, no record): now the next batch read fails naming the file, and the record says so."""
+    arrays = tmp_path / "arrays"
+    arrays.mkdir()
+    rng = np.random.RandomState(0)
+    for split, count in (("train", 20000), ("test", 100)):
+        np.save(arrays / f"x_{split}.npy", rng.rand(count, 64).astype(np.float32))
+        np.save(arrays / f"y_{split}.npy", rng.randint(0, 10, count))
+    run_dir = tmp_path / "run"
+    args = [TRAIN, "data=numpy", f"data.path={arrays}/", "model=mlp", "model.params.hidden_units=[16]",
+            "train.max_steps=1000000", "log.every_steps=1", "log.progress=off", "eval.every_steps=0",
+            f"hydra.run.dir={run_dir}"]
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for_step(run_dir, 20, proc)
+    os.truncate(arrays / "x_train.npy", 100_000)
+    _, err = proc.communicate(timeout=60)
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 1 and len(errors) == 1, err[-3000:]
+    assert f"{arrays}/x_train.npy: the memory-mapped array file was cut to 100000 bytes" in errors[0]
+    record = json.loads((run_dir / "metrics.json").read_text())
+    assert record["status"] == "failed" and "x_train.npy" in record["error"] and record["global_step"] >= 20
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 256 KiB tmpfs (root only; skipped where mounting is not allowed)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+@pytest.mark.cli
+def test_a_full_disk_under_the_run_dir_is_one_line_and_the_rerun_brings_the_record_up_to_date(tmp_path, small_disk):
+    """The run dir on a disk that fills up (its checkpoints elsewhere): one line naming the file,
+    exit 7, no temporary file left, the checkpoints kept; with space back, the same command resumes
+    and its record is up to date."""
+    filler = small_disk / "filler"
+    filler.write_bytes(b"x" * 160 * 1024)
+    command = [TRAIN, *SMALL, "train.max_steps=1200", "log.every_steps=1", f"checkpoint.dir={tmp_path / 'ckpt'}",
+               f"hydra.run.dir={small_disk / 'run'}"]
+    full = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    errors = [line for line in full.stderr.splitlines() if line.startswith("error:")]
+    assert full.returncode == 7 and len(errors) == 1, full.stderr[-3000:]
+    assert f"cannot write {small_disk / 'run'}/metrics.json" in errors[0] and "No space left on device" in errors[0]
+    assert "Logging error" not in full.stderr and "Traceback" not in full.stderr
+    assert not [n for n in os.listdir(small_disk / "run") if n.endswith(".tmp")]
+    saved = latest_step(tmp_path / "ckpt")
+    assert saved is not None and 0 < saved < 1200
+    filler.unlink()
+    again = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    record = json.loads((small_disk / "run" / "metrics.json").read_text())
+    assert record["status"] == "finished" and record["global_step"] == 1200 and record["start_step"] == saved
+
+
+@pytest.mark.cli
 def test_second_ctrl_c_exits_at_once(tmp_path):
     args = [TRAIN, *SMALL, "train.max_steps=100000", "log.every_steps=1", f"hydra.run.dir={tmp_path}",
             "+hooks.slow={_target_: user_hooks.SlowSteps, secs: 2}"]

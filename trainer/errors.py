@@ -9,10 +9,11 @@ error's status.
 
 import logging
 import os
+import re
 import sys
 import sysconfig
 import traceback
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 
 class TrainerError(Exception):
@@ -59,6 +60,13 @@ class Preempted(TrainerError):
     def __init__(self, message: str, exit_code: int):
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class RecordError(TrainerError):
+    """A file of the run's record (``metrics.json``, ``metrics.jsonl``, ...) cannot be written: the
+    disk is full or the dir read-only. The checkpoints written so far are kept."""
+
+    exit_code = 7
 
 
 class RecoveryLimitError(TrainingError):
@@ -121,12 +129,45 @@ def user_frame(exc: BaseException) -> Optional[str]:
     return None
 
 
+_RAISED_IN_PYTHON = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$")
+
+
+def _raised_in_python(exc: BaseException) -> Optional[Tuple[str, str]]:
+    """(type name, message) of the Python exception a ``tf.numpy_function`` / ``py_func`` op raised,
+    which TensorFlow reports inside its own error, after the traceback; None for other errors."""
+    text = str(exc)
+    if "Traceback (most recent call last)" not in text:
+        return None
+    after = text.split("Traceback (most recent call last)", 1)[1]
+    for line in after.splitlines():
+        found = _RAISED_IN_PYTHON.match(line.strip())
+        if found:
+            return found.group(1), found.group(2)
+    return None
+
+
+def _runner_error_names() -> set:
+    names, todo = set(), [TrainerError]
+    while todo:
+        cls = todo.pop()
+        names.add(cls.__name__)
+        todo.extend(cls.__subclasses__())
+    return names
+
+
 def describe(exc: BaseException) -> str:
     """The one line an error is reported as: the runner's own message, or ``Type: first line``
-    with the innermost frame of the user's code it came from (``at model.py:12 in model_fn``)."""
+    with the innermost frame of the user's code it came from (``at model.py:12 in model_fn``).
+    An error raised in Python inside a graph op (the runner's batch readers, a user's
+    ``numpy_function``) is reported as that error, not as TensorFlow's wrapper around it."""
     if isinstance(exc, TrainerError):
         return str(exc)
+    inner = _raised_in_python(exc)
+    if inner is not None and inner[0].rsplit(".", 1)[-1] in _runner_error_names():
+        return inner[1]
     where = user_frame(exc)
+    if inner is not None:
+        return f"{inner[0]}: {inner[1]}" + (f" (at {where})" if where else "")
     line = f"{type(exc).__name__}: {first_line(exc)}" + (f" (at {where})" if where else "")
     if type(exc).__name__ == "UnparsedFlagAccessError":  # absl: a model_fn of a program, taken out of it
         line += ("; the program's flags were never parsed: run the program itself (train-estimator PROGRAM.py "

@@ -8,6 +8,8 @@ TensorFlow's defaults.
 The effects, each documented where it is made:
 
 - environment variables TensorFlow reads at import (:func:`set_environment`);
+- ``logging.raiseExceptions`` off: a log file on a full disk loses lines instead of printing a
+  traceback for each (:func:`prepare_command`);
 - ``sys.path``: the working dir first, so the config's dotted paths find the user's modules
   (:func:`import_from_working_dir`, the ``train`` command only);
 - ``sys.excepthook``: a Ctrl-C outside the command's ``main()`` is one line and status 130
@@ -111,6 +113,9 @@ def prepare_command() -> None:
     install_excepthook()
     set_environment()
     import_from_working_dir()
+    # A log file that cannot be written (a full disk) costs its lines, not a traceback per record:
+    # the run's own records fail in one line naming the file (trainer.errors.RecordError).
+    logging.raiseExceptions = False
     _after_tensorflow.append(alias_estimator)  # model_fns written against tf.estimator run unedited
 
 

@@ -1,10 +1,13 @@
 """A run's records on disk: JSON files written atomically, and the metrics log (``metrics.jsonl``)."""
 
+import contextlib
 import json
 import math
 import os
 import time
 from typing import Dict, List, Optional, Tuple
+
+from trainer.errors import RecordError
 
 
 def _json_safe(value, path: str, found: List[str]):
@@ -33,10 +36,21 @@ def write_json(path: str, payload: Dict, indent: int = 2) -> None:
     """Write ``payload`` to ``path`` through a temporary file, so a reader never sees half of it;
     valid JSON whatever its numbers (:func:`json_safe`)."""
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(json_safe(payload), f, indent=indent, sort_keys=True, allow_nan=False)
-        f.write("\n")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(json_safe(payload), f, indent=indent, sort_keys=True, allow_nan=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise unwritable(path, e) from None
+
+
+def unwritable(path: str, error: OSError) -> RecordError:
+    """The one-line error for a record file that cannot be written."""
+    return RecordError(f"cannot write {path} ({error.strerror or error}); free space there or make it writable, "
+                       "then run the same command: it resumes from the last checkpoint")
 
 
 def read_json(path: str) -> Dict:
@@ -65,8 +79,11 @@ class MetricsLog:
         else:
             self.train = dict(row)
         if self.path:
-            with open(self.path, "a") as f:
-                f.write(json.dumps(json_safe(row), allow_nan=False) + "\n")
+            try:
+                with open(self.path, "a") as f:
+                    f.write(json.dumps(json_safe(row), allow_nan=False) + "\n")
+            except OSError as e:
+                raise unwritable(self.path, e) from None
 
 
 def failure_record(cfg, error: str, **fields) -> Dict:

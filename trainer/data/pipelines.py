@@ -6,6 +6,7 @@ their iterators are initialised.
 """
 
 import logging
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional
 
@@ -90,14 +91,40 @@ def example_shape(x: np.ndarray) -> tuple:
     return shape + (1,) if len(shape) == 2 else shape
 
 
+def _check_unchanged(x: np.memmap) -> None:
+    """Before each batch read from a memory-mapped file: it still holds the whole array. A file cut
+    short under a running job would otherwise kill the process with SIGBUS on the next read (no
+    line, no record); this fails the step in one line naming the file instead.
+
+    Raises:
+      DataError: the file is gone or shorter than the array.
+    """
+    path = getattr(x, "filename", None)
+    if not path:
+        return
+    needed = int(getattr(x, "offset", 0)) + x.nbytes
+    try:
+        size = os.stat(path).st_size
+    except OSError as e:
+        raise DataError(f"{path}: the memory-mapped training array went away during the run ({e.strerror}); "
+                        "restore it and run the same command to resume") from None
+    if size < needed:
+        raise DataError(f"{path}: the memory-mapped array file was cut to {size} bytes during the run (it needs "
+                        f"{needed}); restore it and run the same command to resume")
+
+
 def _rows_reader(x: np.ndarray, placeholder):
     """index batch -> feature rows: ``tf.gather`` from the fed array, or, for a memory-mapped array,
     a read of just those rows (the array never enters memory whole)."""
     if placeholder is not None:
         return lambda index: tf.gather(placeholder, index)
 
+    def read(i):
+        _check_unchanged(x)
+        return np.ascontiguousarray(x[i])
+
     def rows(index):
-        out = tf.numpy_function(lambda i: np.ascontiguousarray(x[i]), [index], tf.as_dtype(x.dtype), stateful=False)
+        out = tf.numpy_function(read, [index], tf.as_dtype(x.dtype), stateful=False)
         out.set_shape([None, *x.shape[1:]])
         return out
 
