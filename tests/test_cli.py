@@ -85,6 +85,7 @@ def test_train_runs_resumes_and_continues(tmp_path):
     (["resume=."], "not a run dir"),
     (["model.fn=a", "b"], "'b' is not a key=value override: a value with spaces must be quoted"),
     (["train.batch_size=1.5"], "could not be converted to Integer"),
+    (["train.batch_size=${oc.env:HOME}"], "train.batch_size: While dereferencing interpolation '${oc.env:HOME}'"),
 ])
 def test_bad_config_is_one_line_exit_2(tmp_path, args, fragment):
     proc = train(tmp_path, *args)

@@ -4,6 +4,7 @@ predicted and exported through config alone; bad data named by file and record."
 import csv
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -361,3 +362,93 @@ def test_a_training_split_without_records_is_refused_before_the_session(records,
         errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and expected in errors[0] and "data.train_files" in errors[0], proc.stderr
         assert not (run_dir / "checkpoints").exists()
+
+
+# --- every bad input in one line naming the file -----------------------------------------------
+
+
+def _damaged_files(folder, records):
+    """Each file a user could point the runner at by mistake, next to the good ones."""
+    import gzip
+
+    good = (records / "train-00000-of-00004.tfrecord").read_bytes()
+    flipped = bytearray(good)
+    flipped[200] ^= 0xFF  # inside record 0's image: the payload no longer matches its checksum
+    (folder / "flipped.tfrecord").write_bytes(bytes(flipped))
+    (folder / "random.tfrecord").write_bytes(np.random.RandomState(0).bytes(5000))
+    packed = gzip.compress(good)
+    (folder / "train.tfrecord.gz").write_bytes(packed)
+    (folder / "cut.tfrecord.gz").write_bytes(packed[: len(packed) // 2])
+    (folder / "gzipped.tfrecord").write_bytes(packed)
+    (folder / "binary.csv").write_bytes(np.random.RandomState(1).bytes(3000))
+    (folder / "train.csv").write_text("a,b,label\n1,2,x\n3,4,y\n")
+    with tf.io.TFRecordWriter(str(folder / "notpng.tfrecord")) as writer:
+        for _ in range(4):
+            writer.write(tf.train.Example(features=tf.train.Features(feature={
+                "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"\x89PNG but not one"])),
+                "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[1]))})).SerializeToString())
+    png = tf.io.encode_png(tf.zeros([20, 30, 1], tf.uint8)).numpy()
+    with tf.io.TFRecordWriter(str(folder / "wrongsize.tfrecord")) as writer:
+        for _ in range(4):
+            writer.write(tf.train.Example(features=tf.train.Features(feature={
+                "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[png])),
+                "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[1]))})).SerializeToString())
+    arrays = {"x_train": np.zeros((8, 4), np.float32), "y_train": np.arange(8), "x_test": np.zeros((2, 4), np.float32),
+              "y_test": np.arange(2)}
+    np.savez(folder / "big_label.npz", **dict(arrays, y_train=np.array([0, 1, 2, 3, 4, 5, 6, 10**9])))
+    np.savez(folder / "big_endian.npz", **dict(arrays, x_train=arrays["x_train"].astype(">f4")))
+
+
+PNG_SPEC = "data.features.image={shape: [32, 32, 3], dtype: uint8, encoding: png}"
+BAD_INPUTS = [
+    ("flipped", ["data.train_files=flipped.tfrecord"], DataError,
+     r"flipped.tfrecord: record 0 fails its checksum \(the file is damaged there\)"),
+    ("random bytes", ["data.train_files=random.tfrecord"], DataError,
+     r"random.tfrecord: record 0's header fails its checksum: not a TFRecord file"),
+    ("GZIP on a plain file", ["data.compression=GZIP"], DataError,
+     r"train-00000-of-00004.tfrecord: not a GZIP file .*; fix data.compression"),
+    ("truncated .gz", ["data.train_files=cut.tfrecord.gz", "data.compression=GZIP"], DataError,
+     r"cut.tfrecord.gz: the GZIP stream ends early \(the file is truncated\)"),
+    ("gzipped, no compression", ["data.train_files=gzipped.tfrecord"], DataError,
+     r"gzipped.tfrecord: the file is GZIP-compressed; set data.compression=GZIP"),
+    ("not a PNG", ["data.train_files=notpng.tfrecord", "data.eval_files=notpng.tfrecord", PNG_SPEC], DataError,
+     r"notpng.tfrecord: record 0: feature 'image' is not an encoded image"),
+    ("a PNG of another size", ["data.train_files=wrongsize.tfrecord", "data.eval_files=wrongsize.tfrecord", PNG_SPEC],
+     DataError, r"wrongsize.tfrecord: record 0: feature 'image' is a 30x20 PNG, the spec's shape \[32, 32, 3\] needs 32x32"),
+    ("binary as CSV", ["data=csv", "data.train_files=binary.csv", "data.eval_files=train.csv", "data.label_key=label",
+                       ], DataError, r"binary.csv: not UTF-8 text \(byte \d+ is"),
+    ("duplicate label vocabulary", ["data=csv", "data.train_files=train.csv", "data.eval_files=train.csv",
+                                    "data.label_key=label", "data.label_vocabulary=[x,y,x]"],
+     ConfigError, r"data.label_vocabulary: \['x'\] given more than once"),
+    ("a label of 10**9", ["data=numpy", "data.path=big_label.npz"], DataError,
+     r"big_label.npz: a label of 1000000000 makes 1000000001 classes .* set data.num_classes"),
+    ("big-endian floats", ["data=numpy", "data.path=big_endian.npz"], DataError,
+     r"big_endian.npz x_train: big-endian float32 features \(>f4\); .* save them as <f4"),
+]
+
+
+@pytest.mark.parametrize("name,more,error,pattern", BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
+def test_a_bad_input_is_one_line_naming_the_file(make_cfg, records, tmp_path, monkeypatch, name, more, error, pattern):
+    _damaged_files(tmp_path, records)
+    monkeypatch.chdir(tmp_path)
+    own_source = any(m in ("data=numpy", "data=csv") for m in more)
+    base = [*NOT_ARRAYS] if own_source else tfrecord_cfg(records)
+    with pytest.raises(error) as raised:
+        load_data(make_cfg(*base, *more))
+    message = str(raised.value)
+    assert re.search(pattern, message) and "\n" not in message, message
+
+
+def test_a_damaged_record_found_during_training_is_named(make_cfg, records, tmp_path):
+    """A payload that fails its checksum in a later record (past the first-record check): the
+    DataLossError TensorFlow raises mid-training becomes the file and record."""
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    write_tfrecords(str(bad), "train", shards=1, per_shard=40)
+    write_tfrecords(str(bad), "eval", shards=1, per_shard=8)
+    path = bad / "train-00000-of-00001.tfrecord"
+    data = bytearray(path.read_bytes())
+    data[len(data) - 300] ^= 0xFF  # inside the last record's image
+    path.write_bytes(bytes(data))
+    message = _failing_run(make_cfg, bad, tmp_path, "train.batch_size=8", "train.max_steps=30")
+    assert re.search(r"train-00000-of-00001.tfrecord: record 39 fails its checksum", message), message

@@ -98,6 +98,11 @@ def first_line(exc: BaseException) -> str:
         node = next((i for i, line in enumerate(lines) if line.startswith("Node: ")), None)
         if node is not None and node + 1 < len(lines) and lines[node + 1]:
             return f"{lines[node + 1]} ({lines[node][len('Node: '):]})"
+        told = next((line for line in lines[1:] if line and not line.startswith(("Detected at node", "[[", "File "))),
+                    None)
+        if told:  # an error inside a tf.data function: its message, after TensorFlow's preamble
+            return re.sub(r"^Error in user-defined function passed to .*? transformation with iterator: \S+: ", "",
+                          told)
     return (lines or [""])[0]
 
 

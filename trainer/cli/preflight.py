@@ -145,8 +145,22 @@ def _check(cfg) -> None:
             check_resumable(cfg.resume)  # before Hydra makes the dir or writes .hydra/resume into it
         else:
             validate(cfg)
-    except InterpolationResolutionError:
-        pass  # a value naming ${hydra:...}: only the job itself can resolve it (and checks it then)
+    except InterpolationResolutionError as e:
+        _unless_hydra_value(e)  # a value naming ${hydra:...}: only the job itself can resolve it (and checks it then)
+
+
+def _unless_hydra_value(error: InterpolationResolutionError) -> None:
+    """Let an interpolation that only the job can resolve (``${hydra:...}``) pass; any other (an
+    ``${oc.env:...}`` of the wrong type, a missing variable) is a config error.
+
+    Raises:
+      ConfigError: naming the key and what its interpolation gave.
+    """
+    if "HydraConfig was not set" in str(error):
+        return
+    key = getattr(error, "full_key", None) or "config"
+    message = str(error).strip().splitlines()[0]
+    raise ConfigError(f"{key}: {message}; fix the value or the environment variable it reads") from None
 
 
 def _task_overrides(argv: List[str]) -> List[str]:
@@ -178,8 +192,8 @@ def _resumed_argv(argv: List[str]) -> List[str]:
 def _check_resumed(cfg) -> None:
     try:
         validate(cfg)  # composed from the run's own overrides: checked as a new run is
-    except InterpolationResolutionError:
-        pass
+    except InterpolationResolutionError as e:
+        _unless_hydra_value(e)
 
 
 def checked_run_config(hydra_app, argv: List[str]) -> DictConfig:

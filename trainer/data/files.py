@@ -20,6 +20,7 @@ TensorFlow runs, and, when an input op fails during a run, a scan of the files i
 finds the first record that breaks the spec (:meth:`FileSource.diagnose`).
 """
 
+import contextlib
 import csv
 import math
 import glob
@@ -128,12 +129,58 @@ def _opener(path: str, compression: Optional[str]):
     return open(path, "rb")
 
 
-def tfrecord_records(path: str, compression: Optional[str] = None, payloads: bool = True):
-    """Yield each record's payload (or its length) of a TFRecord file, checking the framing.
+def _crc32c_table() -> List[int]:
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC32C = _crc32c_table()
+
+
+def _masked_crc32c(data: bytes) -> int:
+    """TFRecord's checksum: CRC-32C, masked (rotated and offset)."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = _CRC32C[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    crc ^= 0xFFFFFFFF
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _not_tfrecord(path: str, index: int, header: bytes, compression: Optional[str]) -> DataError:
+    if index == 0 and header.startswith(_GZIP_MAGIC) and compression != "GZIP":
+        return DataError(f"{path}: the file is GZIP-compressed; set data.compression=GZIP")
+    return DataError(f"{path}: record {index}'s header fails its checksum: not a TFRecord file, or damaged there"
+                     f"{' (or compressed: set data.compression)' if index == 0 and not compression else ''}; "
+                     "rewrite the file or take it out of the glob")
+
+
+def tfrecord_records(path: str, compression: Optional[str] = None, payloads: bool = True, checksums: bool = False):
+    """Yield each record's payload (or its length) of a TFRecord file, checking the framing: each
+    header's checksum, and with ``checksums`` each payload's (in Python: for a diagnosis, not for
+    reading a whole dataset).
 
     Raises:
-      DataError: the file ends inside a record (truncated) or is not TFRecord.
+      DataError: the file is not TFRecord (or compressed otherwise than ``compression`` says), ends
+        inside a record (truncated), or a record fails its checksum (damaged).
     """
+    try:
+        yield from _framed_records(path, compression, payloads, checksums)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        if isinstance(e, EOFError):
+            raise DataError(f"{path}: the {compression} stream ends early (the file is truncated); rewrite the file") \
+                from None
+        raise DataError(f"{path}: not a {compression} file ({e}); fix data.compression (none, GZIP or ZLIB)") from None
+
+
+def _framed_records(path: str, compression: Optional[str], payloads: bool, checksums: bool):
     if compression == "ZLIB":
         with open(path, "rb") as f:
             data = zlib.decompress(f.read())
@@ -142,6 +189,7 @@ def tfrecord_records(path: str, compression: Optional[str] = None, payloads: boo
     else:
         handle = _opener(path, compression)
     with handle as f:
+        size = None if compression else os.fstat(f.fileno()).st_size
         index = 0
         while True:
             header = f.read(12)
@@ -150,17 +198,25 @@ def tfrecord_records(path: str, compression: Optional[str] = None, payloads: boo
             if len(header) < 12:
                 raise DataError(f"{path}: record {index} is truncated (the file ends in its header); rewrite the file")
             (length,) = struct.unpack("<Q", header[:8])
+            if _masked_crc32c(header[:8]) != struct.unpack("<I", header[8:])[0]:
+                raise _not_tfrecord(path, index, header, compression)
+            if size is not None and f.tell() + length + 4 > size:
+                raise DataError(f"{path}: record {index} is truncated ({size - f.tell()} of {length + 4} bytes); "
+                                "rewrite the file")
             if payloads:
-                body = f.read(length)
-                if len(body) < length or len(f.read(4)) < 4:
+                body, footer = f.read(length), f.read(4)
+                if len(body) < length or len(footer) < 4:
                     raise DataError(f"{path}: record {index} is truncated ({len(body)} of {length} bytes); rewrite the file")
+                if checksums and _masked_crc32c(body) != struct.unpack("<I", footer)[0]:
+                    raise DataError(f"{path}: record {index} fails its checksum (the file is damaged there); rewrite "
+                                    "the file, or take it out of the glob")
                 yield body
             else:
                 if compression:
                     skipped = len(f.read(length + 4))
                 else:
                     f.seek(length + 4, os.SEEK_CUR)
-                    skipped = length + 4 if f.tell() <= os.fstat(f.fileno()).st_size else 0
+                    skipped = length + 4
                 if skipped < length + 4:
                     raise DataError(f"{path}: record {index} is truncated; rewrite the file")
                 yield length
@@ -242,9 +298,46 @@ def check_example(serialized: bytes, features: Dict[str, Feature], where: str) -
         elif spec.encoding:
             if len(values) != 1:
                 raise DataError(f"{where}: feature {name!r} holds {len(values)} byte strings, an encoded image is one")
+            _check_image(values[0], spec, where)
         elif len(values) != spec.size:
             raise DataError(f"{where}: feature {name!r} holds {len(values)} values, the spec's shape {list(spec.shape)} "
                             f"needs {spec.size}; fix data.features.{name}.shape")
+
+
+_IMAGE_MAGIC = {b"\x89PNG\r\n\x1a\n": "png", b"\xff\xd8\xff": "jpeg", b"GIF8": "gif", b"BM": "bmp", b"RIFF": "webp"}
+
+
+def _check_image(data: bytes, spec: "Feature", where: str) -> None:
+    """An encoded image: a known format, and a PNG's size (from its header) the spec's."""
+    kind = next((k for magic, k in _IMAGE_MAGIC.items() if data.startswith(magic)), None)
+    if kind is None:
+        raise DataError(f"{where}: feature {spec.name!r} is not an encoded image (PNG, JPEG, GIF, BMP or WebP: it "
+                        f"starts {data[:8]!r}); fix the records, or data.features.{spec.name}.encoding")
+    if kind == "png" and len(data) >= 24 and data[12:16] == b"IHDR":
+        width, height = struct.unpack(">II", data[16:24])
+        if [height, width] != list(spec.shape[:2]):
+            raise DataError(f"{where}: feature {spec.name!r} is a {width}x{height} PNG, the spec's shape "
+                            f"{list(spec.shape)} needs {spec.shape[1]}x{spec.shape[0]}; fix data.features.{spec.name}.shape "
+                            "or the images")
+
+
+# Classes counted from the labels (the largest plus one) beyond this are taken for a bad label.
+MAX_INFERRED_CLASSES = 100_000
+
+
+def inferred_classes(largest: int, where: str) -> int:
+    """The number of classes of labels whose largest is ``largest``: that plus one.
+
+    Raises:
+      DataError: more than :data:`MAX_INFERRED_CLASSES` (a label such as 10**9 would make a model
+        with a class per id up to it).
+    """
+    count = max(int(largest) + 1, 1)
+    if count > MAX_INFERRED_CLASSES:
+        raise DataError(f"{where}: a label of {int(largest)} makes {count} classes (the largest label plus one); "
+                        f"give class ids 0..N-1, or set data.num_classes if there really are more than "
+                        f"{MAX_INFERRED_CLASSES}")
+    return count
 
 
 # --- CSV -------------------------------------------------------------------------------------
@@ -258,11 +351,27 @@ def _parses(value: str, kind) -> bool:
         return False
 
 
+@contextlib.contextmanager
+def csv_rows(path: str):
+    """A ``csv.reader`` over ``path``; a file that is not CSV text fails in one line naming it.
+
+    Raises:
+      DataError: the file is not UTF-8 text, or not CSV.
+    """
+    try:
+        with open(path, newline="") as f:
+            yield csv.reader(f)
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path}: not UTF-8 text (byte {e.start} is {e.object[e.start:e.start + 1]!r}); data=csv reads "
+                        "comma-separated text files: check data.train_files and data.eval_files") from None
+    except csv.Error as e:
+        raise DataError(f"{path}: not CSV ({e}); data=csv reads comma-separated text files") from None
+
+
 def csv_columns(path: str, given: Dict[str, Feature], sample_rows: int = 100) -> Dict[str, Feature]:
     """The columns of a CSV file, in order: named by its header, typed by ``given`` or by its first
     rows (int64 when every value is an integer, float32 when a number, else string)."""
-    with open(path, newline="") as f:
-        reader = csv.reader(f)
+    with csv_rows(path) as reader:
         header = next(reader, None)
         rows = [row for _, row in zip(range(sample_rows), reader)]
     if not header:
@@ -380,21 +489,21 @@ class FileSource:
     def check_first(self) -> None:
         """The first record of the first training and evaluation files against the spec."""
         for path in (self.train_files[0], self.eval_files[0]):
-            self._scan(path, limit=1)
+            self._scan(path, limit=1, checksums=True)
 
     def diagnose(self, files: Sequence[str], numbers: bool = False) -> Optional[str]:
         """The first record of ``files`` that breaks the spec, as one line (None if none does);
         ``numbers``: also a numeric input that is NaN or Inf, or an integer beyond float32's exact range."""
         for path in files:
             try:
-                self._scan(path, numbers=numbers)
+                self._scan(path, numbers=numbers, checksums=True)
             except DataError as e:
                 return str(e)
         return None
 
-    def _scan(self, path: str, limit: Optional[int] = None, numbers: bool = False) -> None:
+    def _scan(self, path: str, limit: Optional[int] = None, numbers: bool = False, checksums: bool = False) -> None:
         if self.kind == "tfrecord":
-            for index, record in enumerate(tfrecord_records(path, self.compression)):
+            for index, record in enumerate(tfrecord_records(path, self.compression, checksums=checksums)):
                 if limit is not None and index >= limit:
                     return
                 where = f"{path}: record {index}"
@@ -403,8 +512,7 @@ class FileSource:
                 if numbers:
                     self._check_numbers(_example_values(record), where)
             return
-        with open(path, newline="") as f:
-            reader = csv.reader(f)
+        with csv_rows(path) as reader:
             next(reader, None)
             for index, row in enumerate(reader):
                 if limit is not None and index >= limit:
@@ -466,8 +574,7 @@ def _scan_labels(source: FileSource) -> List:
     if source.kind == "csv":
         column = list(source.features).index(source.label_key)
         for path in source.train_files:
-            with open(path, newline="") as f:
-                reader = csv.reader(f)
+            with csv_rows(path) as reader:
                 next(reader, None)
                 labels.extend(row[column] for row in reader if row and column < len(row))
         return labels
@@ -511,8 +618,8 @@ def load_files(data_cfg) -> FileSource:
     else:
         features = csv_columns(train_files[0], given)
         for path in train_files[1:] + eval_files:
-            with open(path, newline="") as f:
-                header = next(csv.reader(f), None)
+            with csv_rows(path) as reader:
+                header = next(reader, None)
             if header != list(features):
                 raise DataError(f"{path}: header {header} differs from {train_files[0]}'s {list(features)}; "
                                 "give every CSV file the same columns")
@@ -523,6 +630,10 @@ def load_files(data_cfg) -> FileSource:
     if label.shape or label.var_len or label.encoding:
         raise ConfigError(f"data.label_key={label_key}: the label must be one value per record (shape [])")
     vocabulary = list(data_cfg.get("label_vocabulary") or []) or None
+    repeated = sorted({str(v) for v in vocabulary or () if [str(w) for w in vocabulary].count(str(v)) > 1})
+    if repeated:
+        raise ConfigError(f"data.label_vocabulary: {repeated} given more than once; give each label once (its place "
+                          "is its class id)")
     if label.dtype == "string" and vocabulary is None:
         if kind != "csv":
             raise ConfigError(f"data.label_key={label_key} is a string feature; set data.label_vocabulary=[...]")
@@ -541,7 +652,7 @@ def load_files(data_cfg) -> FileSource:
         num_classes = len(source.label_vocabulary)
     elif num_classes is None:
         labels = [int(float(v)) for v in _scan_labels(source)]
-        num_classes = max(max(labels) + 1, 1) if labels else 1
+        num_classes = inferred_classes(max(labels), f"data.label_key={label_key}") if labels else 1
         log.info("data.label_key=%s: %d classes (the largest training label plus one; data.num_classes sets it)",
                  label_key, num_classes)
     source.num_classes = int(num_classes)

@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from trainer.config.targets import declared_args, load_callable
-from trainer.data.files import CYCLE_LENGTH, Feature, FileSource
+from trainer.data.files import CYCLE_LENGTH, DEFAULT_SHUFFLE_BUFFER, Feature, FileSource
 from trainer.errors import ConfigError, DataError, NanLossError
 from trainer.model.spec import ModeKeys
 
@@ -347,6 +347,11 @@ def make_file_pipeline(source: FileSource, batch_size: int, train: bool, pack_ke
                          f"one record in {by_record[0]}, from record {by_record[1]}" if by_record
                          else f"{len(files)} of the {len(source.train_files)} training files: {', '.join(files)}")
             names = tf.constant(files)
+            buffer = source.shuffle_buffer
+            if buffer > DEFAULT_SHUFFLE_BUFFER:
+                # More than the records would only reserve memory (1e11 was std::bad_alloc): the same
+                # full shuffle, the same order, with a buffer the size of the data.
+                buffer = max(1, min(buffer, source.epoch_records(replicas)))
             first_epoch = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="first_epoch")
             offset = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="skip_records")
 
@@ -358,7 +363,7 @@ def make_file_pipeline(source: FileSource, batch_size: int, train: bool, pack_ke
                                    num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
                 if by_record is not None:
                     ds = ds.shard(*by_record)
-                return ds.shuffle(source.shuffle_buffer, seed=seed * 1_000_003 + epoch)
+                return ds.shuffle(buffer, seed=seed * 1_000_003 + epoch)
 
             ds = tf.data.Dataset.range(first_epoch, tf.int64.max).flat_map(epoch_records).skip(offset)
             ds = ds.batch(batch_size, drop_remainder=True)

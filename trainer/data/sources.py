@@ -20,7 +20,7 @@ import numpy as np
 from omegaconf import open_dict
 
 from trainer.data.ahead import NOT_LOADED, taken
-from trainer.data.files import FileSource, load_files
+from trainer.data.files import FileSource, inferred_classes, load_files
 from trainer.errors import ConfigError, DataError, first_line
 
 log = logging.getLogger(__name__)
@@ -221,6 +221,9 @@ def checked_features(x: np.ndarray, where: str) -> np.ndarray:
         range, or a dtype that is not numeric.
     """
     kind = x.dtype
+    if kind.byteorder == ">" and kind.kind in "iuf":  # on a little-endian machine: TensorFlow reads native order
+        raise DataError(f"{where}: big-endian {kind.name} features ({kind.str}); TensorFlow reads native byte order: "
+                        f"save them as {kind.newbyteorder('<').str} (x.astype('{kind.newbyteorder('<').str}'))")
     if kind == np.uint8 or kind == np.bool_ or kind in (np.int8, np.int16, np.uint16, np.float16, np.float32):
         if kind in (np.float16, np.float32) and x.size and not np.isfinite(x).all():
             raise DataError(f"{where}: the {kind} features hold NaN or Inf values; fix or drop those examples")
@@ -292,7 +295,7 @@ def load_numpy(path: str, num_classes: Optional[int] = None) -> Arrays:
                         "give both splits one dtype")
     if num_classes is None:
         tops = [int(np.max(y)) for y in (a["y_train"], a["y_test"]) if y.size and np.issubdtype(y.dtype, np.number)]
-        num_classes = max(max(tops) + 1, 1) if tops else 1
+        num_classes = inferred_classes(max(tops), f"data.path={path}") if tops else 1
         log.info("data.path=%s: %d classes (the largest label plus one; data.num_classes sets it)", path, num_classes)
     where = f"data.path={path}"
     return Arrays(a["x_train"], checked_labels(np.asarray(a["y_train"]), f"{where} y_train", num_classes),
