@@ -99,3 +99,18 @@ class AbortOnceHook(tf.compat.v1.train.SessionRunHook):
         self._steps += 1
         if self._steps == 7:
             raise tf.errors.AbortedError(None, None, "a parameter server was preempted")
+
+
+class SlowSave(tf.compat.v1.train.CheckpointSaverListener):
+    """Marks (a file) and sleeps in each save after the first, so that a test can signal a run while
+    a checkpoint is being written."""
+
+    def __init__(self, marker: str, secs: float):
+        self.marker, self.secs = marker, secs
+
+    def before_save(self, session, global_step_value):
+        import time
+
+        if global_step_value:
+            open(self.marker, "w").close()
+            time.sleep(self.secs)

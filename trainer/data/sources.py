@@ -158,7 +158,9 @@ def checked_labels(labels: np.ndarray, where: str, num_classes: int = NUM_CLASSE
     if labels.ndim != 1:
         raise DataError(f"{where}: labels of shape {labels.shape}; give one integer class id per example ([N])")
     if labels.size and not (np.issubdtype(labels.dtype, np.integer) or np.issubdtype(labels.dtype, np.floating)):
-        raise DataError(f"{where}: labels of dtype {labels.dtype}; give integer class ids 0..{num_classes - 1}")
+        kind = "text" if labels.dtype.kind in "USO" else f"dtype {labels.dtype}"
+        raise DataError(f"{where}: labels are {kind} ({labels.dtype}); give integer class ids 0..N-1 (map each "
+                        "label to its index, e.g. np.unique(y, return_inverse=True)[1])")
     if labels.size and np.issubdtype(labels.dtype, np.floating):
         if not np.isfinite(labels).all() or not np.array_equal(labels, np.round(labels)):
             raise DataError(f"{where}: the {labels.dtype} labels are not all whole numbers; give integer class ids "
