@@ -94,6 +94,16 @@ def test_bad_config_is_one_line_exit_2(tmp_path, args, fragment):
     assert sorted(os.listdir(tmp_path)) == []  # no dir made, no .hydra written into a dir that is not a run
 
 
+def test_a_config_dir_with_a_python_tag_is_one_line_exit_2(tmp_path):
+    (tmp_path / "conf" / "model").mkdir(parents=True)
+    (tmp_path / "conf" / "model" / "mine.yaml").write_text(
+        "defaults: [mlp, _self_]\nx: !!python/object/apply:os.system ['touch pwned']\n")
+    proc = train(tmp_path, "--config-dir", str(tmp_path / "conf"), "model=mine", "data=synthetic")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "conf/model/mine.yaml line 2: could not determine a constructor" in error_line(proc)
+    assert not (tmp_path / "pwned").exists()
+
+
 def test_a_refused_resume_leaves_the_run_dir_record_as_it_was(tmp_path):
     assert train(tmp_path, *SMALL, "train.max_steps=5").returncode == 0
     record = tmp_path / RUN_NAME / ".hydra"

@@ -17,7 +17,7 @@ from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import MissingConfigException
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 
 from trainer.cli.paths import override_key
@@ -134,6 +134,31 @@ def hydra_handles(argv: List[str]) -> bool:
     return any(a.split("=", 1)[0] in _HYDRA_FLAGS for a in argv if a not in _MULTIRUN) or full_errors()
 
 
+def check_config_dirs(argv: List[str]) -> None:
+    """Every YAML file of a ``--config-dir`` / ``-cd`` loads (Hydra, which composes such a command
+    itself, reports a bad one with a traceback).
+
+    Raises:
+      ConfigError: the dir does not exist, or a file does not load (naming it, with the line).
+    """
+    dirs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("--config-dir", "-cd")]
+    dirs += [a.split("=", 1)[1] for a in argv if a.startswith(("--config-dir=", "-cd="))]
+    for folder in dirs:
+        if not os.path.isdir(folder):
+            raise ConfigError(f"--config-dir {folder}: no such directory")
+        for root, _, names in os.walk(folder):
+            for name in sorted(n for n in names if n.endswith((".yaml", ".yml"))):
+                path = os.path.join(root, name)
+                try:
+                    OmegaConf.load(path)
+                except Exception as e:
+                    mark = getattr(e, "problem_mark", None)
+                    where = f" line {mark.line + 1}" if mark is not None else ""
+                    problem = getattr(e, "problem", None) or str(e).strip().splitlines()[0]
+                    raise ConfigError(f"{path}{where}: {problem}; fix the YAML (a config holds plain values: no "
+                                      "!!python tags)") from None
+
+
 def is_single_run(argv: List[str]) -> bool:
     """One run, neither ``-m`` nor ``hydra.mode=`` asking for a sweep, nor a flag for Hydra."""
     return (not any(a in _MULTIRUN or a.startswith("hydra.mode=") for a in argv)) and not hydra_handles(argv)
@@ -217,6 +242,9 @@ def preflight(argv: List[str], config_module: str) -> None:
     multirun = any(a in _MULTIRUN for a in argv)
     flags = [a for a in argv if a not in _MULTIRUN]
     if hydra_handles(argv):
+        if not full_errors():
+            with _exit_2_in_one_line():
+                check_config_dirs(argv)
         return  # Hydra's own handling (and, with HYDRA_FULL_ERROR=1, its tracebacks)
     overrides = _task_overrides(flags)
     try:
