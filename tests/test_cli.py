@@ -94,6 +94,15 @@ def test_bad_config_is_one_line_exit_2(tmp_path, args, fragment):
     assert sorted(os.listdir(tmp_path)) == []  # no dir made, no .hydra written into a dir that is not a run
 
 
+def test_version_is_the_runners_with_what_it_runs_on(tmp_path):
+    from importlib import metadata
+
+    proc = train(tmp_path, "--version")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().startswith(f"tf-graph-trainer {metadata.version('tf-graph-trainer')} (TensorFlow "
+                                          f"{metadata.version('tensorflow')}, ")
+
+
 def test_a_config_dir_with_a_python_tag_is_one_line_exit_2(tmp_path):
     (tmp_path / "conf" / "model").mkdir(parents=True)
     (tmp_path / "conf" / "model" / "mine.yaml").write_text(

@@ -35,9 +35,27 @@ def _import_extensions() -> None:
             pass
 
 
+def version() -> str:
+    """``train --version``: the runner's version and the versions of what it runs on (read from the
+    installed packages' metadata: nothing is imported)."""
+    from importlib import metadata
+
+    def of(name):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    return (f"tf-graph-trainer {of('tf-graph-trainer')} (TensorFlow {of('tensorflow')}, tf-keras {of('tf-keras')}, "
+            f"Hydra {of('hydra-core')}, Python {sys.version.split()[0]})")
+
+
 def main() -> None:
     """The console script: Ctrl-C at any moment once Python has started this package, even while the
     command is still importing Hydra and TensorFlow, ends it with one line and status 130."""
+    if sys.argv[1:] == ["--version"]:
+        print(version())
+        return
     prepare_command()
     try:
         # Held while the config is built (trainer.interrupts): the import registers the schemas, and
