@@ -77,7 +77,7 @@ def _split_comment(text: str):
 def capped(argv, follows: bool = False):
     """``argv`` with the step cap: ``train.max_steps=N`` smaller, else appended (more steps for a
     command that ``follows`` an earlier one's run); fewer trials."""
-    if argv[0] != "train" or "--cfg" in argv:
+    if argv[0] != "train" or any(a.startswith("--") for a in argv):  # --cfg, --version, --help: no run
         return argv
     out = [re.sub(r"^train\.max_steps=\d+$", f"train.max_steps={MORE_STEPS}", a) for a in argv]
     out = [re.sub(r"^hydra\.sweeper\.n_trials=\d+$", f"hydra.sweeper.n_trials={TRIALS}", a) for a in out]
