@@ -77,7 +77,9 @@ def test_train_runs_resumes_and_continues(tmp_path):
     (["session=fast"], "session=fast"),
     (["train.max_steps=abc"], "train.max_steps"),
     (["train.max_steps=-5"], "train.max_steps=-5"),
-    (["train.max_stepz=3"], "max_stepz"),
+    (["train.max_stepz=3"], "train.max_stepz: no such key (did you mean train.max_steps?)"),
+    (["+train.max_step=10"], "train.max_step: no such key (did you mean train.max_steps?)"),
+    (["+eval.foo=1"], "eval.foo: no such key; the keys of eval are batch_size, checkpoint,"),
     (["checkpoint.every_secs=10"], "set only one"),
     (["resume=outputs/nonexistent"], "resume=outputs/nonexistent: no such directory"),
     (["model=mlp", "model.params.hidden_units=[abc]"], "model.params.hidden_units"),
@@ -465,6 +467,17 @@ def test_a_run_prints_nothing_on_stderr(tmp_path):
     proc = train(tmp_path, *SMALL, "train.max_steps=2")
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
+
+
+def test_the_console_shows_one_line_per_checkpoint_and_train_log_keeps_tensorflows_chatter(tmp_path):
+    proc = train(tmp_path, *SMALL, "train.max_steps=30", "checkpoint.every_steps=10", "log.progress=off")
+    assert proc.returncode == 0, proc.stderr
+    console = proc.stdout + proc.stderr
+    assert [line.split("Saving checkpoints for ")[1].split()[0] for line in console.splitlines()
+            if "Saving checkpoints for" in line] == ["0", "10", "20", "30"]
+    assert "Calling checkpoint listeners" not in console and "Graph was finalized" not in console
+    log = (tmp_path / RUN_NAME / "train.log").read_text()
+    assert log.count("Calling checkpoint listeners before saving") == 4 and "Graph was finalized" in log
 
 
 def test_log_lines_print_above_the_progress_bar_on_a_terminal(tmp_path):

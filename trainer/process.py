@@ -335,10 +335,30 @@ class _NoDeprecations(logging.Filter):
         return "is deprecated" not in message and "Instructions for updating" not in message
 
 
+class _ConsoleQuiet(logging.Filter):
+    """Keeps TensorFlow's session and checkpoint chatter off the console (it still goes to
+    ``train.log``): of a checkpoint save, the console shows TensorFlow's one "Saving checkpoints for
+    N into PATH" line, not the listeners' two around it; nor the graph finalizing and local init."""
+
+    CHATTER = ("Calling checkpoint listeners", "Create CheckpointSaverHook", "Graph was finalized",
+               "Running local_init_op", "Done running local_init_op")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name != "tensorflow" or not record.getMessage().startswith(self.CHATTER)
+
+
+def _quiet_consoles() -> None:
+    for handler in logging.getLogger().handlers:
+        console = isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler)
+        if console and not any(isinstance(f, _ConsoleQuiet) for f in handler.filters):
+            handler.addFilter(_ConsoleQuiet())
+
+
 def route_tensorflow_log(verbose: bool = False) -> None:
     """TensorFlow's Python logger (``tf.compat.v1.logging``, LoggingTensorHook, MonitoredSession's
     lines) at INFO into the run's own handlers (console and ``train.log``) instead of its own
-    stderr handler; deprecation notices dropped unless ``verbose``."""
+    stderr handler; deprecation notices dropped unless ``verbose``, and its session and checkpoint
+    chatter kept to ``train.log`` (:class:`_ConsoleQuiet`)."""
     import tensorflow as tf
 
     logger = tf.get_logger()  # made on first use, with its own handler: make it now, then route it
@@ -351,6 +371,7 @@ def route_tensorflow_log(verbose: bool = False) -> None:
             logger.removeFilter(existing)
     if not verbose:
         logger.addFilter(_NoDeprecations())
+        _quiet_consoles()
 
 
 def import_secs() -> float:

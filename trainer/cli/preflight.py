@@ -58,9 +58,27 @@ def one_line(exc: BaseException) -> str:
     if "no viable alternative at input" in text or "mismatched input" in text:
         text = text.split("; See https://hydra.cc")[0] + (" (Hydra's override grammar: key=value, lists [a,b], "
                                                           "dicts {k: v, k2: v2}; quote values with spaces)")
+    unknown = re.search(r"Could not override '([\w.]+)'.*Key '(\w+)' not in '(\w+)'", text)
+    if unknown:
+        return _no_such_key(*unknown.groups())
     if "not in" in text and "Key" in text:
-        text += " (check the spelling: train --cfg job lists every key; add a new key with +key=value)"
+        text += " (check the spelling: train --cfg job lists every key)"
     return text
+
+
+def _no_such_key(full_key: str, key: str, schema: str) -> str:
+    """``train.max_stepz=3``: the key is not in the schema of its node; the nearest one that is."""
+    import dataclasses
+
+    from trainer.config import schema as schemas
+    from trainer.config.rules import nearest
+
+    kind = getattr(schemas, schema, None)
+    declared = [f.name for f in dataclasses.fields(kind)] if dataclasses.is_dataclass(kind) else []
+    parent = full_key.rsplit(".", 1)[0] if "." in full_key else ""
+    hint = nearest(key, declared, parent) or (f"; the keys of {parent} are {', '.join(sorted(declared))}"
+                                              if declared else "")
+    return f"{full_key}: no such key{hint} (train --cfg job lists every key)"
 
 
 _MULTIRUN = {"-m", "--multirun"}

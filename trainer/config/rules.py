@@ -11,7 +11,7 @@ import dataclasses
 import math
 import os
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from trainer.dist.roles import check_distributed
 from trainer.errors import ConfigError
@@ -66,8 +66,8 @@ def _check_model_params(cfg) -> None:
     known = {f.name for f in dataclasses.fields(kind)}
     unknown = sorted(set(cfg.model.params.keys()) - known)
     if unknown:
-        raise ConfigError(f"model.params.{unknown[0]}: model={cfg.model.name} has no such param; it takes "
-                          f"{', '.join(sorted(known))}")
+        raise ConfigError(f"model.params.{unknown[0]}: model={cfg.model.name} has no such param"
+                          f"{nearest(unknown[0], known, 'model.params')}; it takes {', '.join(sorted(known))}")
 
 
 def precision_refusal(precision: str, device: str):
@@ -194,9 +194,42 @@ def _check_data(data) -> None:
                           "or null to count them")
 
 
+def nearest(name: str, names, prefix: str = "") -> str:
+    """`` (did you mean PREFIX.X?)`` for the name X in ``names`` closest to ``name``, or ``""``."""
+    import difflib
+
+    found = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+    return f" (did you mean {prefix + '.' if prefix else ''}{found[0]}?)" if found else ""
+
+
+def _unknown_keys(node, path: str) -> None:
+    """A key that no schema field declares, under a node typed by the schema (``+train.max_step=10``:
+    Hydra's ``+`` adds it past the schema). Open mappings (``model.params`` of ``model=model_fn``,
+    ``hooks``, ``data.features``, ...) are untyped and take any key.
+
+    Raises:
+      ConfigError: naming the key and the nearest declared one.
+    """
+    kind = OmegaConf.get_type(node)
+    if not (isinstance(node, DictConfig) and dataclasses.is_dataclass(kind)):
+        return
+    declared = {f.name for f in dataclasses.fields(kind)}
+    for key in node.keys():
+        where = f"{path}.{key}" if path else str(key)
+        if key not in declared:
+            hint = nearest(str(key), declared, path) or f"; the keys of {path} are {', '.join(sorted(declared))}"
+            raise ConfigError(f"{where}: no such key{hint} (train --cfg job lists every key)")
+        child = node._get_node(key)
+        if isinstance(child, DictConfig):
+            _unknown_keys(child, where)
+
+
 def validate(cfg) -> None:
     """Raise ConfigError for the first rule ``cfg`` breaks."""
     _check_model_params(cfg)
+    for group in cfg.keys():
+        if group != "hydra" and isinstance(cfg._get_node(group), DictConfig):
+            _unknown_keys(cfg._get_node(group), str(group))
     if OmegaConf.is_missing(cfg.model, "fn"):
         raise ConfigError("model.fn is not set; give your model_fn as a dotted path, e.g. model.fn=my_pkg.my_module.model_fn")
     if not cfg.eval.enabled and cfg.mode != "train":
