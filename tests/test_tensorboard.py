@@ -27,6 +27,7 @@ def test_training_and_eval_scalars_at_their_steps_across_a_resume(make_cfg, tmp_
     # Each tag once per step, in order: the resumed run appends after step 20, nothing twice.
     assert train["loss"] == every_5 and train["learning_rate"] == every_5, train
     assert train["global_step/sec"] == every_5, train
+    assert train["accuracy"] == every_5, train  # the training batch's, beside the loss
     evals = scalars(tmp_path / "checkpoints" / "eval")
     assert evals["accuracy"] == [10, 20, 30] and evals["loss"] == [10, 20, 30], evals
 

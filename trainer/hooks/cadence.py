@@ -13,6 +13,10 @@ class StepCadence:
         """The session begins at ``step``: the next multiple of ``every`` above it is due."""
         self._next = (step // self.every + 1) * self.every if self.every else None
 
+    def would_be_due(self, step: int) -> bool:
+        """Whether :meth:`due` would be True for ``step`` (nothing is consumed)."""
+        return bool(self.every) and (self._next is None or step >= self._next)
+
     def due(self, step: int) -> bool:
         """True (once) when ``step`` has reached the next multiple of ``every``."""
         if not self.every:

@@ -289,33 +289,41 @@ def open_event_writers(graphs: Dict[str, Optional[object]]) -> None:
 
 class TrainingSummaryHook(tf1.train.SessionRunHook):
     """TensorBoard's ``loss`` and ``global_step/sec`` every ``every_steps``, under these fixed tags
-    whatever summaries or name scopes the model has (Estimator always wrote both)."""
+    whatever summaries or name scopes the model has (Estimator always wrote both), and beside them
+    the training batch's ``accuracy`` for classifiers (fetched only on the steps it is written)."""
 
     def __init__(self, loss, step_after, every_steps: int, output_dir: str):
         self._fetches = {"step": step_after, "loss": loss}
         self._cadence, self._dir = StepCadence(max(1, int(every_steps))), output_dir
-        self._mark = None
+        self._mark, self._accuracy, self._last = None, None, None
 
     def begin(self):
         self._writer = tf1.summary.FileWriterCache.get(self._dir)
         rate = tf1.get_collection(NAMED_TENSOR_PREFIX + "learning_rate")
         if rate:  # the runner's optimizer (a model's own train op has none to report)
             self._fetches["learning_rate"] = rate[0]
+        accuracy = tf1.get_collection(NAMED_TENSOR_PREFIX + "accuracy")
+        self._accuracy = accuracy[0] if accuracy else None
 
     def after_create_session(self, session, coord):
-        self._mark = None
+        self._mark, self._last = None, None
         self._cadence = StepCadence(self._cadence.every)
 
     def before_run(self, run_context):
+        if self._accuracy is not None and (self._last is None or self._cadence.would_be_due(self._last + 1)):
+            return tf1.train.SessionRunArgs(dict(self._fetches, accuracy=self._accuracy))
         return tf1.train.SessionRunArgs(self._fetches)
 
     def after_run(self, run_context, run_values):
         step, now = int(run_values.results["step"]), time.time()
+        self._last = step
         if self._mark is None:
             self._mark = (now, step - 1)
         if not self._cadence.due(step):
             return
         values = [tf1.Summary.Value(tag="loss", simple_value=float(run_values.results["loss"]))]
+        if "accuracy" in run_values.results:
+            values.append(tf1.Summary.Value(tag="accuracy", simple_value=float(run_values.results["accuracy"])))
         if "learning_rate" in run_values.results:
             values.append(tf1.Summary.Value(tag="learning_rate", simple_value=float(run_values.results["learning_rate"])))
         if step > self._mark[1]:
