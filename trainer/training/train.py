@@ -162,6 +162,15 @@ def _last_step(ckpt_dir: str, default):
         return default
 
 
+def parameter_count(graph) -> str:
+    """``1,234,567 trainable parameters (4.7 MiB)`` of ``graph``'s trainable variables."""
+    with graph.as_default():
+        variables = tf.compat.v1.trainable_variables()
+    count = sum(v.shape.num_elements() or 0 for v in variables)
+    size = sum((v.shape.num_elements() or 0) * v.dtype.base_dtype.size for v in variables)
+    return f"{count:,} trainable parameters ({size / 2**20:.1f} MiB)"
+
+
 @dataclass
 class _Run:
     """One training run's parts, once built: what the loop needs."""
@@ -230,6 +239,7 @@ class _Run:
                  " xla=on" if cfg.device.xla else "", " onednn=on" if onednn_enabled() else "", cfg.model.name,
                  cfg.data.name)
         log.info("hooks (all): %s", ", ".join(type(h).__name__ for h in hooks.every))
+        log.info("model %s: %s", cfg.model.name, parameter_count(graph.graph))
         config, options = self.session_config(), self.session_options()
 
         def session():
