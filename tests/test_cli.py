@@ -477,7 +477,7 @@ def test_the_console_shows_one_line_per_checkpoint_and_train_log_keeps_tensorflo
     assert [line.split("Saving checkpoints for ")[1].split()[0] for line in console.splitlines()
             if "Saving checkpoints for" in line] == ["0", "10", "20", "30"]
     assert "Calling checkpoint listeners" not in console and "Graph was finalized" not in console
-    assert re.search(r"model mlp: [\d,]+ trainable parameters \([\d.]+ MiB\)", console), console
+    assert re.search(r"model linear: [\d,]+ trainable parameters \([\d.]+ MiB\)", console), console
     log = (tmp_path / RUN_NAME / "train.log").read_text()
     assert log.count("Calling checkpoint listeners before saving") == 4 and "Graph was finalized" in log
 
