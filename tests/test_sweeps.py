@@ -96,6 +96,9 @@ def test_rerun_skips_finished_and_resumes_unfinished_jobs(tmp_path):
     names = sorted(jobs(sweep_dir))
     done, half, never = (sweep_dir / n for n in names)
     done_mtime = (done / "metrics.json").stat().st_mtime_ns
+    from helpers import dir_state
+
+    done_files = {k: v for k, v in dir_state(done).items() if k != "train.log"}
     # `half` was interrupted after its step-10 checkpoint; `never` had not started.
     (half / "metrics.json").unlink()
     for p in (half / "checkpoints").glob("model.ckpt-20.*"):
@@ -106,6 +109,9 @@ def test_rerun_skips_finished_and_resumes_unfinished_jobs(tmp_path):
     assert proc.returncode == 0, proc.stderr
     after = jobs(sweep_dir)
     assert (done / "metrics.json").stat().st_mtime_ns == done_mtime  # skipped, untouched
+    # Nothing written but the skip's log line: no second HParams event file either.
+    assert {k: v for k, v in dir_state(done).items() if k != "train.log"} == done_files
+    assert "finished already at step 20: skipped" in proc.stderr + proc.stdout
     assert (after[half.name]["start_step"], after[half.name]["global_step"]) == (10, 20)
     assert (after[never.name]["start_step"], after[never.name]["global_step"]) == (0, 20)
 

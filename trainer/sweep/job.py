@@ -48,6 +48,19 @@ def _launcher_jobs(hc) -> int:
     return 1
 
 
+def _finished_already(cfg, output_dir: str):
+    """The job's record when it finished at its target with its newest intact checkpoint there (a
+    sweep run again), else None; ``sweep.rerun_finished`` and cluster jobs always run."""
+    if cfg.sweep.rerun_finished or str(cfg.distributed.kind) != "none" or cfg.mode not in ("train", "train_and_evaluate"):
+        return None
+    if read_json(os.path.join(output_dir, "metrics.json")).get("status") != "finished":
+        return None
+    from trainer.checkpoints.guard import finished_run
+    from trainer.config.rules import prepare
+
+    return finished_run(prepare(cfg, output_dir), output_dir)
+
+
 def run_job(cfg, hc) -> float:
     """Run one sweep job; record a failure in its ``metrics.json`` (and return None for it)."""
     output_dir = hc.runtime.output_dir
@@ -60,6 +73,10 @@ def run_job(cfg, hc) -> float:
             cfg.device.intra_op_threads = threads
             cfg.device.inter_op_threads = threads
             log.info("%d parallel jobs: %d intra-op and inter-op threads each", parallel, threads)
+        done = _finished_already(cfg, output_dir)
+        if done is not None:  # a sweep run again: skip it before building anything, and write nothing
+            log.info("job %s finished already at step %s: skipped", os.path.basename(output_dir), done.get("global_step"))
+            return done.get("objective_value")
         result = trainer.run(cfg, output_dir)
         write_hparams(output_dir, list(hc.overrides.task))
         return result.get("objective_value")
