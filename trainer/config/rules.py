@@ -224,12 +224,17 @@ def _unknown_keys(node, path: str) -> None:
             _unknown_keys(child, where)
 
 
-def validate(cfg) -> None:
-    """Raise ConfigError for the first rule ``cfg`` breaks."""
+def _check_keys(cfg) -> None:
+    """Every key is one the schema declares (a built-in model's params first, with their own message)."""
     _check_model_params(cfg)
     for group in cfg.keys():
         if group != "hydra" and isinstance(cfg._get_node(group), DictConfig):
             _unknown_keys(cfg._get_node(group), str(group))
+
+
+def validate(cfg) -> None:
+    """Raise ConfigError for the first rule ``cfg`` breaks."""
+    _check_keys(cfg)
     if OmegaConf.is_missing(cfg.model, "fn"):
         raise ConfigError("model.fn is not set; give your model_fn as a dotted path, e.g. model.fn=my_pkg.my_module.model_fn")
     if not cfg.eval.enabled and cfg.mode != "train":
