@@ -3,7 +3,10 @@
 A program changes ``tf.estimator`` to ``trainer.estimator`` and runs as it did: ``Estimator``
 (``train``, ``evaluate``, ``predict``, ``export_saved_model``), ``RunConfig``, ``train_and_evaluate``
 with ``TrainSpec``, ``EvalSpec`` and the exporters, and the model_fn contract (``ModeKeys``,
-``EstimatorSpec``, ``export.*``, ``inputs.numpy_input_fn``, ``inputs.pandas_input_fn``) with the
+``EstimatorSpec``, ``export.*``, ``inputs.numpy_input_fn``, ``inputs.pandas_input_fn``), the canned
+models (``DNNClassifier``, ``LinearClassifier``, ``DNNLinearCombinedClassifier``, ``BaselineClassifier`` and
+their regressor and head-taking forms) with Estimator's variable names, the heads (``BinaryClassHead``,
+...; ``binary_classification_head``, ...), ``add_metrics``, and the
 hooks' names Estimator gave them (``trainer.estimator.SessionRunHook``, ...). Each call runs through
 ``trainer.run``.
 
@@ -16,7 +19,16 @@ from typing import NamedTuple
 
 import tensorflow as _tf
 
+from trainer.estimator.canned import (BaselineClassifier, BaselineEstimator, BaselineRegressor, DNNClassifier,
+                                      DNNEstimator, DNNLinearCombinedClassifier, DNNLinearCombinedEstimator,
+                                      DNNLinearCombinedRegressor, DNNRegressor, LinearClassifier, LinearEstimator,
+                                      LinearRegressor)
 from trainer.estimator.core import Estimator
+from trainer.estimator.extenders import add_metrics
+from trainer.estimator.head import (BinaryClassHead, Head, LogisticRegressionHead, MultiClassHead, MultiLabelHead,
+                                    PoissonRegressionHead, RegressionHead, binary_classification_head,
+                                    logistic_regression_head, multi_class_head, multi_label_head,
+                                    poisson_regression_head, regression_head)
 from trainer.estimator.run_config import RunConfig
 from trainer.estimator import tpu
 from trainer.estimator.training import (BestExporter, EvalSpec, Exporter, FinalExporter, InMemoryEvaluatorHook,
@@ -84,6 +96,12 @@ class WarmStartSettings:
 
 
 __all__ = [
+    "BaselineClassifier", "BaselineEstimator", "BaselineRegressor", "BinaryClassHead", "DNNClassifier",
+    "DNNEstimator", "DNNLinearCombinedClassifier", "DNNLinearCombinedEstimator", "DNNLinearCombinedRegressor",
+    "DNNRegressor", "Head", "LinearClassifier", "LinearEstimator", "LinearRegressor", "LogisticRegressionHead",
+    "MultiClassHead", "MultiLabelHead", "PoissonRegressionHead", "RegressionHead", "add_metrics",
+    "binary_classification_head", "logistic_regression_head", "multi_class_head", "multi_label_head",
+    "poisson_regression_head", "regression_head",
     "BestExporter", "CheckpointSaverHook", "CheckpointSaverListener", "ClassificationOutput", "Estimator",
     "EstimatorSpec", "EvalSpec", "Exporter", "FeedFnHook", "FinalExporter", "FinalOpsHook", "GlobalStepWaiterHook",
     "LatestExporter", "LoggingTensorHook", "ModeKeys", "NanLossDuringTrainingError", "NanTensorHook",

@@ -157,7 +157,7 @@ class Estimator:
         """Yield the predictions of a checkpoint (default the newest) for ``input_fn``'s features, in input
         order: one dict (or value) per example, or per batch with ``yield_single_examples=False``."""
         from trainer.config.rules import prepare
-        from trainer.modes.predict import predicted_batches
+        from trainer.modes.predict import BareTensor, predicted_batches
         from trainer.process import set_environment
 
         path = self._checkpoint(checkpoint_path)
@@ -166,7 +166,7 @@ class Estimator:
                                 ModeKeys.PREDICT, hooks), self._model_dir)
         for batch in predicted_batches(cfg, path):
             keys = _keys(batch, predict_keys)
-            single = len(batch) == 1 and "predictions" in batch and not predict_keys
+            single = isinstance(batch, BareTensor) and not predict_keys
             if not yield_single_examples:
                 yield batch["predictions"] if single else {k: batch[k] for k in keys}
                 continue

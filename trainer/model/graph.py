@@ -134,13 +134,21 @@ def _model(cfg, run_config: Optional[RunConfig], data=None) -> _Model:
 
 
 def _add_train_accuracy(spec, labels) -> None:
-    """A tensor named ``accuracy``: the training batch's accuracy, for classifiers (fetched only on demand)."""
+    """A tensor named ``accuracy``: the training batch's accuracy, for classifiers (fetched only on demand).
+    It compares the predicted ``class_ids`` (or ``classes``) with one integer (or string) label per example;
+    for other labels (floats, several per example, a dict) there is none."""
     predictions = spec.predictions
-    if not isinstance(labels, (tf.Tensor, tf.Variable)):  # a dict, list or tuple of labels (one per tower, ...)
+    if not isinstance(labels, (tf.Tensor, tf.Variable)) or not isinstance(predictions, dict):
+        return  # a dict, list or tuple of labels (one per tower, ...)
+    if labels.dtype.is_floating or (labels.shape.rank or 0) > 2 or (labels.shape.rank == 2 and labels.shape[-1] != 1):
         return
-    if isinstance(predictions, dict) and "classes" in predictions:
-        classes = tf.cast(predictions["classes"], labels.dtype)
-        name_tensor("accuracy", tf.reduce_mean(tf.cast(tf.equal(classes, labels), tf.float32), name="train_accuracy"))
+    textual = labels.dtype == tf.string
+    predicted = predictions.get("classes") if textual else predictions.get("class_ids", predictions.get("classes"))
+    if not isinstance(predicted, tf.Tensor) or (predicted.dtype == tf.string) != textual:
+        return
+    predicted = tf.reshape(predicted if textual else tf.cast(predicted, labels.dtype), [-1])
+    hits = tf.equal(predicted, tf.reshape(labels, [-1]))
+    name_tensor("accuracy", tf.reduce_mean(tf.cast(hits, tf.float32), name="train_accuracy"))
 
 
 def _no_loss(cfg):
@@ -253,7 +261,7 @@ def _step_after(train_op, global_step):
 def _metrics(eval_spec, eval_input, local_device=None):
     """The model's eval_metric_ops, the mean loss, and a count of the examples read."""
     with _device(local_device), tf1.name_scope("eval_metrics"):
-        metric_ops = dict(eval_spec.eval_metric_ops or {})
+        metric_ops = metric_pairs(eval_spec.eval_metric_ops)
         if eval_spec.loss is not None and not {"loss", "eval_loss"} & set(metric_ops):
             # The mean batch loss, as Estimator reported it; never in place of a model's own loss metric.
             metric_ops["loss"] = tf1.metrics.mean(eval_spec.loss)
@@ -263,6 +271,26 @@ def _metrics(eval_spec, eval_input, local_device=None):
     metrics = {name: value for name, (value, _) in metric_ops.items()}
     update_op = tf.group(count, *[update for _, update in metric_ops.values()])
     return metrics, update_op, examples
+
+
+def metric_pairs(eval_metric_ops) -> dict:
+    """``eval_metric_ops`` as ``name -> (value, update_op)``. A Keras metric object (its ``update_state``
+    called by the model_fn, as TF2-era model_fns and ``add_metrics`` did) becomes its result and update,
+    and its variables join the local and metric collections, so they are initialised and reset with
+    the others, as Estimator did."""
+    pairs = {}
+    for name, value in (eval_metric_ops or {}).items():
+        if hasattr(value, "update_state") and hasattr(value, "result"):
+            if not getattr(value, "updates", None):
+                raise ValueError(f"eval_metric_ops[{name!r}] is a Keras metric whose update_state was never called "
+                                 f"in the model_fn; call it on the batch's labels and predictions")
+            for variable in value.variables:
+                for key in (tf1.GraphKeys.LOCAL_VARIABLES, tf1.GraphKeys.METRIC_VARIABLES):
+                    if variable not in tf1.get_collection(key):
+                        tf1.add_to_collection(key, variable)
+            value = (value.result(), value.updates[0])
+        pairs[name] = value
+    return pairs
 
 
 def _shared_eval(model: _Model, arrays, placement: Placement, global_step, average=None) -> EvalGraph:

@@ -76,9 +76,14 @@ def _output_path(cfg, workdir: str, data) -> str:
     return out
 
 
+class BareTensor(dict):
+    """A batch of a model_fn that predicts one tensor rather than a dict: the tensor under ``predictions``
+    (``Estimator.predict`` yields its rows bare, as Estimator did; a dict with one key stays a dict)."""
+
+
 def predicted_batches(cfg, path: str, data=None) -> Iterator[Dict[str, np.ndarray]]:
     """The predictions of checkpoint ``path`` (a prefix) over the prediction input, batch by batch, in
-    input order: a dict of arrays (``predictions`` for a model_fn giving one tensor). ``data`` is
+    input order: a dict of arrays (a ``BareTensor`` for a model_fn giving one tensor). ``data`` is
     what ``load_data(cfg)`` gave (loaded here when None)."""
     device = resolve_device(cfg.device)
     run_config = make_run_config(cfg)
@@ -86,14 +91,16 @@ def predicted_batches(cfg, path: str, data=None) -> Iterator[Dict[str, np.ndarra
     with tf.Graph().as_default():
         pipeline = _prediction_pipeline(cfg, data, run_config)
         spec, saver, global_step = build_predict_part(cfg, pipeline.features, device, run_config)
-        predictions = spec.predictions if isinstance(spec.predictions, dict) else {"predictions": spec.predictions}
+        bare = not isinstance(spec.predictions, dict)
+        predictions = {"predictions": spec.predictions} if bare else spec.predictions
         creator = tf1.train.ChiefSessionCreator(scaffold=tf1.train.Scaffold(saver=saver),
                                                 config=session_config(cfg.device, device),
                                                 checkpoint_filename_with_path=path)
         hooks = [InputInitHook(pipeline, global_step), *spec.prediction_hooks]
         with tf1.train.MonitoredSession(session_creator=creator, hooks=hooks) as sess:
             while not sess.should_stop():
-                yield sess.run(predictions)
+                batch = sess.run(predictions)
+                yield BareTensor(batch) if bare else batch
 
 
 def predict(cfg, workdir: str) -> Dict:

@@ -1,0 +1,305 @@
+"""Estimator's canned models and heads (``trainer.estimator.DNNClassifier``, ..., ``BinaryClassHead``, ...),
+written as the census tutorial wrote them: feature columns over a CSV read with ``decode_csv``.
+
+The reference is real Estimator: ``tests/data/estimator_2_15_census.json`` holds what TensorFlow 2.15 with
+tensorflow-estimator 2.15 reported for ``bench/census_program.py`` (100 steps of each model on the same
+generated table): its eval metrics, checkpoint variables and shapes, prediction keys and export
+signatures. The same models built here must give the same names, keys and signatures, and (the same
+seed, data and steps) the same metrics."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import trainer.estimator as estimator
+from bench.census import write_csv
+from helpers import TESTS_DIR
+
+tf1 = tf.compat.v1
+REFERENCE = json.load(open(os.path.join(TESTS_DIR, "data", "estimator_2_15_census.json")))["models"]
+
+_CSV_COLUMNS = ["age", "workclass", "fnlwgt", "education", "education_num", "relationship", "occupation",
+                "hours_per_week", "income_bracket"]
+_CSV_COLUMN_DEFAULTS = [[0.0], [""], [0.0], [""], [0.0], [""], [""], [0.0], [""]]
+
+
+@pytest.fixture(scope="module")
+def census(tmp_path_factory):
+    """The tables bench/census_program.py was run on for the reference."""
+    root = tmp_path_factory.mktemp("census")
+    return write_csv(str(root / "train.csv"), 4000, 0), write_csv(str(root / "test.csv"), 1000, 1)
+
+
+def build_model_columns():
+    """The census program's wide and deep columns."""
+    age = tf.feature_column.numeric_column("age")
+    education_num = tf.feature_column.numeric_column("education_num")
+    hours_per_week = tf.feature_column.numeric_column("hours_per_week")
+    education = tf.feature_column.categorical_column_with_vocabulary_list(
+        "education", ["Bachelors", "HS-grad", "11th", "Masters", "9th", "Some-college", "Assoc-acdm",
+                      "Assoc-voc", "7th-8th", "Doctorate", "Prof-school", "10th"])
+    relationship = tf.feature_column.categorical_column_with_vocabulary_list(
+        "relationship", ["Wife", "Own-child", "Husband", "Not-in-family", "Other-relative"])
+    workclass = tf.feature_column.categorical_column_with_vocabulary_list(
+        "workclass", ["Private", "Self-emp-not-inc", "Self-emp-inc", "Federal-gov", "Local-gov", "State-gov"])
+    occupation = tf.feature_column.categorical_column_with_hash_bucket("occupation", hash_bucket_size=100)
+    age_buckets = tf.feature_column.bucketized_column(age, boundaries=[18, 25, 30, 35, 40, 45, 50, 55, 60, 65])
+    wide = [education, relationship, workclass, occupation, age_buckets,
+            tf.feature_column.crossed_column(["education", "occupation"], hash_bucket_size=100),
+            tf.feature_column.crossed_column([age_buckets, "education", "occupation"], hash_bucket_size=100)]
+    deep = [age, education_num, hours_per_week, tf.feature_column.indicator_column(workclass),
+            tf.feature_column.indicator_column(education), tf.feature_column.indicator_column(relationship),
+            tf.feature_column.embedding_column(occupation, dimension=8)]
+    return wide, deep
+
+
+def build_estimator(model_dir, model_type):
+    """The census program's models, built the same way."""
+    wide, deep = build_model_columns()
+    config = estimator.RunConfig(tf_random_seed=1, save_checkpoints_steps=1000)
+    if model_type.endswith("_regressor"):
+        deep = [c for c in deep if c.name != "hours_per_week"]
+    models = {
+        "deep": lambda: estimator.DNNClassifier(model_dir=model_dir, feature_columns=deep, weight_column="fnlwgt",
+                                                hidden_units=[32, 16], optimizer="Adam", config=config),
+        "wide": lambda: estimator.LinearClassifier(model_dir=model_dir, feature_columns=wide, config=config),
+        "wide_deep": lambda: estimator.DNNLinearCombinedClassifier(
+            model_dir=model_dir, linear_feature_columns=wide, dnn_feature_columns=deep, dnn_hidden_units=[32, 16],
+            label_vocabulary=["<=50K", ">50K"], config=config),
+        "deep_regressor": lambda: estimator.DNNRegressor(model_dir=model_dir, feature_columns=deep,
+                                                         hidden_units=[32, 16], config=config),
+        "wide_regressor": lambda: estimator.LinearRegressor(model_dir=model_dir, feature_columns=wide, config=config),
+        "wide_deep_regressor": lambda: estimator.DNNLinearCombinedRegressor(
+            model_dir=model_dir, linear_feature_columns=wide, dnn_feature_columns=deep, dnn_hidden_units=[32, 16],
+            config=config),
+    }
+    return models[model_type]()
+
+
+def input_fn(data_file, num_epochs, shuffle, batch_size, model_type="wide"):
+    def parse_csv(value):
+        columns = tf.io.decode_csv(value, record_defaults=_CSV_COLUMN_DEFAULTS)
+        features = dict(zip(_CSV_COLUMNS, columns))
+        labels = features.pop("income_bracket")
+        if model_type.endswith("_regressor"):
+            return features, features.pop("hours_per_week")
+        return features, (labels if model_type == "wide_deep" else tf.cast(tf.equal(labels, ">50K"), tf.int32))
+
+    dataset = tf.data.TextLineDataset(data_file).skip(1)
+    if shuffle:
+        dataset = dataset.shuffle(buffer_size=5000, seed=1)
+    dataset = dataset.map(parse_csv, num_parallel_calls=2)
+    return dataset.repeat(num_epochs).batch(batch_size)
+
+
+def _export_signatures(model, tmp_path):
+    wide, deep = build_model_columns()
+    spec = tf.feature_column.make_parse_example_spec(wide + deep)
+    path = model.export_saved_model(str(tmp_path / "export"),
+                                    estimator.export.build_parsing_serving_input_receiver_fn(spec)).decode()
+    loaded = tf.saved_model.load(path)
+    return {key: sorted(fn.structured_outputs) for key, fn in loaded.signatures.items()}, loaded
+
+
+def _run_like_the_program(census, model_type, tmp_path, export=False):
+    train, test = census
+    model = build_estimator(str(tmp_path / model_type), model_type)
+    model.train(lambda: input_fn(train, None, True, 64, model_type), steps=100)
+    metrics = model.evaluate(lambda: input_fn(test, 1, False, 500, model_type))
+    predictions = model.predict(lambda: input_fn(test, 1, False, 4, model_type))
+    first = next(predictions)
+    predictions.close()
+    report = {"metrics": {k: float(v) for k, v in metrics.items()},
+              "variables": {n: list(model.get_variable_value(n).shape) for n in model.get_variable_names()},
+              "predictions": {k: [str(v.dtype), list(v.shape)] for k, v in first.items()}}
+    if export:
+        report["signatures"], report["loaded"] = _export_signatures(model, tmp_path)
+    return model, report
+
+
+def _same_as_estimator(report, model_type):
+    reference = REFERENCE[model_type]
+    assert report["variables"] == reference["variables"]  # names and shapes: model_dirs pass both ways
+    assert report["predictions"] == reference["predictions"]
+    assert sorted(report["metrics"]) == sorted(reference["metrics"])
+    for key, value in reference["metrics"].items():
+        assert report["metrics"][key] == pytest.approx(value, rel=2e-3, abs=2e-3), key
+
+
+def test_wide_and_deep_classifier_matches_estimator_names_keys_signatures_and_numbers(census, tmp_path):
+    model, report = _run_like_the_program(census, "wide_deep", tmp_path, export=True)
+    _same_as_estimator(report, "wide_deep")
+    assert report["signatures"] == REFERENCE["wide_deep"]["signatures"]
+    # the export serves tf.Examples: the classes come back as the label vocabulary's strings
+    row = {"age": 52.0, "education_num": 16.0, "hours_per_week": 60.0, "workclass": b"Self-emp-inc",
+           "education": b"Doctorate", "relationship": b"Husband", "occupation": b"occ-001"}
+    example = tf.train.Example(features=tf.train.Features(feature={
+        k: tf.train.Feature(float_list=tf.train.FloatList(value=[v])) if isinstance(v, float)
+        else tf.train.Feature(bytes_list=tf.train.BytesList(value=[v])) for k, v in row.items()}))
+    served = report["loaded"].signatures["serving_default"](examples=tf.constant([example.SerializeToString()]))
+    assert served["classes"].numpy().tolist() == [[b"<=50K", b">50K"]]
+    assert served["scores"].numpy().sum() == pytest.approx(1.0, rel=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model_type", ["deep", "wide", "deep_regressor", "wide_regressor", "wide_deep_regressor"])
+def test_each_canned_model_matches_estimator(census, tmp_path, model_type):
+    _, report = _run_like_the_program(census, model_type, tmp_path)
+    _same_as_estimator(report, model_type)
+
+
+def test_canned_classifiers_learn_the_table_and_resume_from_their_checkpoints(census, tmp_path):
+    train, test = census
+    wide, deep = build_model_columns()
+    model = estimator.DNNLinearCombinedClassifier(
+        model_dir=str(tmp_path / "m"), linear_feature_columns=wide, dnn_feature_columns=deep,
+        dnn_hidden_units=[16], dnn_optimizer=lambda: tf1.train.AdamOptimizer(0.01),
+        config=estimator.RunConfig(tf_random_seed=2))
+    model.train(lambda: input_fn(train, None, True, 64), steps=300)
+    first = model.evaluate(lambda: input_fn(test, 1, False, 500))
+    assert first["global_step"] == 300
+    assert first["accuracy"] > first["accuracy_baseline"] + 0.2  # the rule behind the labels, not the majority
+    assert first["auc"] > 0.85
+    model.train(lambda: input_fn(train, None, True, 64), steps=100)
+    assert model.get_variable_value("global_step") == 400
+
+
+def test_a_baseline_learns_the_label_mean(census, tmp_path):
+    train, test = census
+    model = estimator.BaselineClassifier(model_dir=str(tmp_path / "b"), n_classes=2)
+    model.train(lambda: input_fn(train, None, True, 64), steps=200)
+    metrics = model.evaluate(lambda: input_fn(test, 1, False, 500))
+    assert metrics["prediction/mean"] == pytest.approx(0.5, abs=0.05)
+    assert metrics["auc"] == pytest.approx(0.5)  # one score for every example ranks nothing
+    assert sorted(model.get_variable_names()) == [
+        "baseline/bias", "global_step", "training/Ftrl/baseline/bias/accumulator",
+        "training/Ftrl/baseline/bias/linear", "training/Ftrl/beta", "training/Ftrl/decay",
+        "training/Ftrl/l1_regularization_strength", "training/Ftrl/l2_regularization_strength",
+        "training/Ftrl/learning_rate", "training/Ftrl/learning_rate_power"]
+
+
+# --- heads in a custom model_fn -----------------------------------------------------------------
+
+def _points(seed=0, n=400, classes=3):
+    rng = np.random.RandomState(seed)
+    x = rng.normal(size=(n, 2)).astype(np.float32)
+    angle = np.arctan2(x[:, 1], x[:, 0])
+    return x, ((angle + np.pi) / (2 * np.pi) * classes).astype(np.int64) % classes
+
+
+def head_model_fn(features, labels, mode, params):
+    """A model_fn of the TF2 Estimator style: its own logits, a head for the rest."""
+    head = params["head"]
+    net = tf1.layers.dense(features["x"], 16, activation=tf.nn.relu, name="hidden")
+    logits = tf1.layers.dense(net, head.logits_dimension, name="logits")
+    if params.get("tf1"):
+        return head.create_estimator_spec(
+            features, mode, logits, labels,
+            train_op_fn=lambda loss: tf1.train.AdamOptimizer(0.05).minimize(loss, tf1.train.get_global_step()))
+    import tf_keras
+
+    return head.create_estimator_spec(features, mode, logits, labels,
+                                      optimizer=tf_keras.optimizers.legacy.Adam(0.05),
+                                      trainable_variables=tf1.trainable_variables())
+
+
+def _fit(tmp_path, head, x, y, steps=150, tf1_style=False, batch=40):
+    model = estimator.Estimator(head_model_fn, model_dir=str(tmp_path / "h"),
+                                params={"head": head, "tf1": tf1_style}, config=estimator.RunConfig(tf_random_seed=1))
+    model.train(estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=batch, num_epochs=None, shuffle=True),
+                steps=steps)
+    metrics = model.evaluate(estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=100, shuffle=False))
+    return model, metrics
+
+
+def test_a_multi_class_head_with_a_vocabulary_trains_and_predicts_its_strings(tmp_path):
+    x, y = _points()
+    names = np.array(["east", "north", "west"])[y]
+    head = estimator.MultiClassHead(3, label_vocabulary=["east", "north", "west"])
+    model, metrics = _fit(tmp_path, head, x, names)
+    assert sorted(metrics) == ["accuracy", "average_loss", "global_step", "loss"]
+    assert metrics["accuracy"] > 0.85
+    first = next(model.predict(estimator.inputs.numpy_input_fn({"x": x[:1]}, shuffle=False)))
+    assert sorted(first) == ["all_class_ids", "all_classes", "class_ids", "classes", "logits", "probabilities"]
+    assert first["classes"][0].decode() == names[0]
+    assert [c.decode() for c in first["all_classes"]] == ["east", "north", "west"]
+
+
+def test_tf1_head_factories_take_a_train_op_fn_and_named_heads_suffix_their_metrics(tmp_path):
+    x, y = _points(classes=2)
+    head = estimator.binary_classification_head(thresholds=[0.3], name="side")
+    _, metrics = _fit(tmp_path, head, x, y, tf1_style=True)
+    assert metrics["accuracy/side"] > 0.85
+    assert {"auc/side", "auc_precision_recall/side", "accuracy/positive_threshold_0.3/side",
+            "label/mean/side", "prediction/mean/side", "accuracy_baseline/side"} <= set(metrics)
+
+
+def test_regression_and_multi_label_heads(tmp_path):
+    x, _ = _points()
+    target = (2 * x[:, :1] - x[:, 1:]).astype(np.float32)
+    _, metrics = _fit(tmp_path / "r", estimator.RegressionHead(), x, target, steps=200)
+    assert sorted(metrics) == ["average_loss", "global_step", "label/mean", "loss", "prediction/mean"]
+    assert metrics["average_loss"] < 0.05 * float(np.var(target))
+    multi_hot = np.stack([x[:, 0] > 0, x[:, 1] > 0, x.sum(1) > 0], axis=1).astype(np.int64)
+    _, metrics = _fit(tmp_path / "m", estimator.MultiLabelHead(3), x, multi_hot, steps=200)
+    assert sorted(metrics) == ["auc", "auc_precision_recall", "average_loss", "global_step", "loss"]
+    assert metrics["auc"] > 0.95
+
+
+def test_add_metrics_adds_keras_and_tf1_metrics_to_a_canned_model(census, tmp_path):
+    train, test = census
+    wide, _ = build_model_columns()
+    model = estimator.LinearClassifier(model_dir=str(tmp_path / "w"), feature_columns=wide)
+
+    def my_metrics(labels, predictions):
+        import tf_keras
+
+        auc = tf_keras.metrics.AUC(name="my_auc")
+        auc.update_state(y_true=labels, y_pred=predictions["logistic"])
+        return {"my_auc": auc, "my_mean": tf1.metrics.mean(predictions["logistic"])}
+
+    model = estimator.add_metrics(model, my_metrics)
+    model.train(lambda: input_fn(train, None, True, 64), steps=60)
+    metrics = model.evaluate(lambda: input_fn(test, 1, False, 500))
+    assert metrics["my_auc"] == pytest.approx(metrics["auc"], abs=0.01)
+    assert metrics["my_mean"] == pytest.approx(metrics["prediction/mean"], abs=1e-5)
+    again = model.evaluate(lambda: input_fn(test, 1, False, 500))  # the Keras metric is reset, not accumulated
+    assert again["my_auc"] == pytest.approx(metrics["my_auc"], abs=1e-6)
+
+
+# --- bad input, one line each ----------------------------------------------------------------------
+
+def test_bad_canned_arguments_are_refused_at_construction():
+    wide, deep = build_model_columns()
+    with pytest.raises(ValueError, match=r"hidden_units is empty"):
+        estimator.DNNClassifier(hidden_units=[], feature_columns=deep)
+    with pytest.raises(ValueError, match=r"feature_columns declares \['age'\] more than once"):
+        estimator.DNNClassifier(hidden_units=[4], feature_columns=deep + [tf.feature_column.numeric_column("age")])
+    with pytest.raises(ValueError, match=r"n_classes must be >= 2"):
+        estimator.LinearClassifier(feature_columns=wide, n_classes=1)
+    with pytest.raises(ValueError, match=r"label_vocabulary has 3 entries but there are 2 classes"):
+        estimator.LinearClassifier(feature_columns=wide, label_vocabulary=["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"give linear_feature_columns or dnn_feature_columns"):
+        estimator.DNNLinearCombinedClassifier()
+
+
+def test_bad_labels_and_optimizers_fail_in_one_line_naming_the_fix(census, tmp_path):
+    train, _ = census
+    wide, _ = build_model_columns()
+    strings = estimator.LinearClassifier(model_dir=str(tmp_path / "s"), feature_columns=wide)
+    with pytest.raises(ValueError, match=r"labels are strings: give label_vocabulary"):
+        strings.train(lambda: input_fn(train, None, True, 64, "wide_deep"), steps=1)
+    missing = estimator.LinearClassifier(model_dir=str(tmp_path / "v"), feature_columns=wide,
+                                         label_vocabulary=["<=50K", "rich"])
+    with pytest.raises(Exception, match=r"a label is not in label_vocabulary"):
+        missing.train(lambda: input_fn(train, None, True, 64, "wide_deep"), steps=1)
+    assert not os.path.exists(str(tmp_path / "v" / "checkpoint")) or missing.get_variable_value("global_step") == 0
+    unknown = estimator.LinearClassifier(model_dir=str(tmp_path / "o"), feature_columns=wide, optimizer="Adadelta")
+    with pytest.raises(ValueError, match=r"optimizer 'Adadelta' is not one of Adagrad, Adam, Ftrl, RMSProp, SGD"):
+        unknown.train(lambda: input_fn(train, None, True, 64), steps=1)
+    weighted = estimator.LinearClassifier(model_dir=str(tmp_path / "w"), feature_columns=wide, weight_column="w")
+    with pytest.raises(ValueError, match=r"weight_column 'w' is not among the features"):
+        weighted.train(lambda: input_fn(train, None, True, 64), steps=1)
