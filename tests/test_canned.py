@@ -9,6 +9,7 @@ seed, data and steps) the same metrics."""
 
 import json
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ import tensorflow as tf
 
 import trainer.estimator as estimator
 from bench.census import write_csv
-from helpers import TESTS_DIR
+from helpers import TESTS_DIR, TRAIN
 
 tf1 = tf.compat.v1
 REFERENCE = json.load(open(os.path.join(TESTS_DIR, "data", "estimator_2_15_census.json")))["models"]
@@ -303,3 +304,65 @@ def test_bad_labels_and_optimizers_fail_in_one_line_naming_the_fix(census, tmp_p
     weighted = estimator.LinearClassifier(model_dir=str(tmp_path / "w"), feature_columns=wide, weight_column="w")
     with pytest.raises(ValueError, match=r"weight_column 'w' is not among the features"):
         weighted.train(lambda: input_fn(train, None, True, 64), steps=1)
+
+
+# --- from config, without Python --------------------------------------------------------------------
+
+CSV_DATA = ["data=csv", "data.train_examples=null", "data.test_examples=null", "data.label_key=income_bracket", "eval.every_steps=null", "train.batch_size=64"]
+
+
+def test_a_dnn_classifier_trains_from_config_with_columns_read_off_the_table(make_cfg, census, tmp_path):
+    from trainer import run
+
+    train, test = census
+    cfg = make_cfg("model=dnn_classifier", *CSV_DATA, f"data.train_files={train}", f"data.eval_files={test}",
+                   "train.max_steps=300", "model.params.hidden_units=[32,16]")
+    result = run(cfg, str(tmp_path / "run"))
+    assert result["eval_examples"] == 1000
+    assert result["eval_accuracy"] > result["eval_accuracy_baseline"] + 0.15
+    assert result["eval_auc"] > 0.8
+    names = tf.train.list_variables(str(tmp_path / "run" / "checkpoints"))
+    shapes = dict(names)
+    # 4 numbers (fnlwgt too: no weight_column) + one-hot workclass (6 + 1 OOV), education (12 + 1),
+    # relationship (5 + 1) + occupation's embedding
+    embedding = "dnn/input_from_feature_columns/input_layer/occupation_embedding/embedding_weights"
+    assert shapes[embedding][0] == len({r.split(",")[6] for r in open(train).read().splitlines()[1:]}) + 1
+    assert shapes["dnn/hiddenlayer_0/kernel"] == [4 + 7 + 13 + 6 + shapes[embedding][1], 32]
+    assert shapes["dnn/logits/kernel"] == [16, 1]
+
+
+@pytest.mark.cli
+def test_the_census_wide_and_deep_model_trains_from_yaml_alone(census, tmp_path):
+    train, test = census
+    done = subprocess.run([TRAIN, "model=census_wide_deep", "data=csv", f"data.train_files={train}",
+                           f"data.eval_files={test}", "data.label_key=income_bracket", "train.max_steps=300",
+                           "log.progress=off", f"hydra.run.dir={tmp_path / 'run'}"],
+                          capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    metrics = json.load(open(tmp_path / "run" / "metrics.json"))
+    assert metrics["eval_accuracy"] > 0.72 and metrics["eval_auc"] > 0.8
+    names = dict(tf.train.list_variables(str(tmp_path / "run" / "checkpoints")))
+    assert names["linear/linear_model/age_bucketized_X_education_X_occupation/weights"] == [1000, 1]
+    assert "dnn/hiddenlayer_3/kernel" in names
+
+
+def test_a_bad_column_spec_is_one_line_naming_the_entry_and_the_fix(make_cfg, census, tmp_path):
+    from trainer import run
+    from trainer.errors import ConfigError
+
+    train, test = census
+    bad = {
+        "[{embedding: occupation, dimension: 4}]": r"feature_columns\[0\]: \{embedding: occupation\} refers to "
+                                                   r"'occupation', which no list declares; add \{categorical: occupation",
+        "[{categorical: workclass, hash_buckets: 10}]": r"'workclass' is categorical, which a DNN cannot read as is; "
+                                                        r"add \{indicator: workclass\}",
+        "[{numeric: age, bins: 3}]": r"feature_columns\[0\]: unknown keys \['bins'\]",
+        "[{numeric: age}, {numeric: age}]": r"declares \['age'\] more than once",
+    }
+    for columns, message in bad.items():
+        cfg = make_cfg("model=dnn_classifier", *CSV_DATA, f"data.train_files={train}", f"data.eval_files={test}",
+                       "train.max_steps=2", f"model.params.feature_columns={columns}")
+        with pytest.raises(ConfigError, match=message) as raised:
+            run(cfg, str(tmp_path / "bad"))
+        assert "\n" not in str(raised.value)
+        assert not os.path.exists(tmp_path / "bad" / "checkpoints" / "checkpoint")

@@ -110,6 +110,28 @@ class MnistParams(LinearParams):
 
 
 @dataclass
+class CannedParams:
+    """Estimator's canned classifiers from config (``models/canned.py``)."""
+
+    kind: str = MISSING  # dnn | linear | dnn_linear_combined | baseline
+    num_classes: Optional[int] = None  # null: the data's number of classes
+    weight_column: Optional[str] = None  # a feature weighting each example's loss and metrics
+    hidden_units: List[int] = field(default_factory=lambda: [100, 50])
+    feature_columns: Optional[List[Any]] = None  # dnn, linear; null: read off the table
+    linear_feature_columns: Optional[List[Any]] = None  # dnn_linear_combined's wide part; null: the table's
+    dnn_feature_columns: Optional[List[Any]] = None  # dnn_linear_combined's deep part; null: the table's
+    activation: str = "relu"
+    dropout: Optional[float] = None
+    batch_norm: bool = False
+    sparse_combiner: str = "sum"
+
+
+@dataclass
+class CannedModelConfig(ModelConfig):
+    params: CannedParams = field(default_factory=CannedParams)
+
+
+@dataclass
 class LinearModelConfig(ModelConfig):
     params: LinearParams = field(default_factory=LinearParams)
 
@@ -359,6 +381,7 @@ def register_configs() -> None:
     cs.store(group="model", name="base_linear", node=LinearModelConfig)
     cs.store(group="model", name="base_mlp", node=MlpModelConfig)
     cs.store(group="model", name="base_mnist", node=MnistModelConfig)
+    cs.store(group="model", name="base_canned", node=CannedModelConfig)
     cs.store(group="data", name="base_data", node=DataConfig)
     cs.store(group="optimizer", name="base_sgd", node=SGDConfig)
     cs.store(group="optimizer", name="base_momentum", node=MomentumConfig)

@@ -452,7 +452,9 @@ def make_input_fn_pipeline(input_fn: Callable, path: str, mode: str, params: dic
             if train and skip_trained:
                 skip = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="skip_batches")
                 result = result.skip(skip)
-            iterator = tf1.data.make_initializable_iterator(without_autotune_model(result))
+            # A prefetch, as tf.data injects one after the last stage when autotuning is on (TF >= 2.10):
+            # with autotuning off (without_autotune_model) the step would wait for its batch to be made.
+            iterator = tf1.data.make_initializable_iterator(without_autotune_model(result.prefetch(tf.data.AUTOTUNE)))
             output = iterator.get_next()
             initializer = iterator.initializer
             feeds = (lambda step=0: {skip: step // replicas[0]}) if skip is not None else (lambda step=0: {})

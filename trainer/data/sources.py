@@ -20,6 +20,7 @@ import numpy as np
 from omegaconf import open_dict
 
 from trainer.data.ahead import NOT_LOADED, taken
+from trainer.data.columns import fill_table_columns
 from trainer.data.files import FileSource, inferred_classes, load_files
 from trainer.errors import ConfigError, DataError, first_line
 
@@ -459,6 +460,8 @@ def load_data(cfg):
                         cfg.data.name)
         with open_dict(params):
             params.num_classes = num_classes_of(data)
+    if "kind" in params and "feature_columns" in params:  # a canned model (models/canned.py)
+        fill_table_columns(params, data, cfg.data.get("ignore") or ())
     return data
 
 

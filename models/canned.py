@@ -1,0 +1,75 @@
+"""Estimator's canned classifiers from config (``model=dnn_classifier``, ``linear_classifier``,
+``dnn_linear_combined_classifier``, ``baseline_classifier``): the logits and heads of
+``trainer.estimator``'s canned models, with Estimator's variable names, prediction keys and eval
+metrics, over feature columns declared in ``model.params`` (``trainer.estimator.canned.columns``) or,
+where a list is null, read off the table (``trainer.data.columns``).
+
+The runner trains them with the ``optimizer`` config (so optimizers, schedules and clipping are
+swept like any other key); ``trainer.estimator.DNNClassifier`` and its siblings are the Python API
+with Estimator's own optimizers.
+"""
+
+import tensorflow as tf
+
+from trainer.estimator import BinaryClassHead, EstimatorSpec, ModeKeys, MultiClassHead
+from trainer.estimator.canned.columns import build_columns
+from trainer.estimator.canned.logits import baseline_logits, dnn_logits, linear_logits
+from trainer.errors import ConfigError
+
+ACTIVATIONS = {"relu": tf.nn.relu, "elu": tf.nn.elu, "tanh": tf.nn.tanh, "sigmoid": tf.nn.sigmoid,
+               "leaky_relu": tf.nn.leaky_relu, "selu": tf.nn.selu, "swish": tf.nn.swish}
+COLUMN_LISTS = ("feature_columns", "linear_feature_columns", "dnn_feature_columns")
+
+
+def model_fn(features, labels, mode, params):
+    head = _head(params)
+    logits = _logits(features, mode, params, head.logits_dimension)
+    if mode != ModeKeys.TRAIN:
+        return head.create_estimator_spec(features, mode, logits, labels)
+    # no train_op: the runner adds one from the optimizer config
+    return EstimatorSpec(mode, predictions=head.predictions(logits), loss=head.loss(labels, logits, features))
+
+
+def _head(params):
+    classes = int(params["num_classes"])
+    if classes < 2:
+        raise ValueError(f"model.params.num_classes must be >= 2, got {classes}")
+    weight = params.get("weight_column")
+    return BinaryClassHead(weight) if classes == 2 else MultiClassHead(classes, weight)
+
+
+def _logits(features, mode, params, units: int):
+    kind = params["kind"]
+    if kind == "baseline":
+        return baseline_logits(features, units, params.get("weight_column"))[0]
+    try:
+        columns = build_columns({f"model.params.{k}": params[k] for k in COLUMN_LISTS if params.get(k) is not None})
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    if kind == "linear":
+        return linear_logits(features, units, columns["model.params.feature_columns"],
+                             params.get("sparse_combiner", "sum"))[0]
+    activation = ACTIVATIONS.get(params.get("activation", "relu"))
+    if activation is None:
+        raise ValueError(f"model.params.activation={params.get('activation')!r} is not one of {', '.join(ACTIVATIONS)}")
+    dropout = params.get("dropout") or None
+    for key in ("feature_columns", "dnn_feature_columns") if kind != "linear" else ():
+        _check_dense(columns.get(f"model.params.{key}", ()), key)
+    if kind == "dnn":
+        return dnn_logits(features, mode, units, list(params["hidden_units"]), columns["model.params.feature_columns"],
+                          activation, dropout, bool(params.get("batch_norm")))[0]
+    if kind == "dnn_linear_combined":
+        deep = dnn_logits(features, mode, units, list(params["hidden_units"]),
+                          columns["model.params.dnn_feature_columns"], activation, dropout,
+                          bool(params.get("batch_norm")))[0]
+        wide = linear_logits(features, units, columns["model.params.linear_feature_columns"],
+                             params.get("sparse_combiner", "sum"))[0]
+        return deep + wide
+    raise NotImplementedError(f"model.params.kind={kind!r}: one of dnn, linear, dnn_linear_combined, baseline")
+
+
+def _check_dense(columns, key: str) -> None:
+    for column in columns:
+        if not hasattr(column, "variable_shape"):
+            raise ConfigError(f"model.params.{key}: {column.name!r} is categorical, which a DNN cannot read as is; add "
+                             f"{{indicator: {column.name}}} (one-hot) or {{embedding: {column.name}, dimension: 8}}")
