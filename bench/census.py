@@ -9,7 +9,8 @@ with numbers this module makes up (no download). Columns:
   other columns (an interaction of education and hours included), so models can learn it, and a
   model that uses the categorical columns learns it better than one that does not.
 
-``write_csv(path, rows, seed)`` writes it with a header line; ``table(rows, seed)`` returns the
+``python -m bench.census DIR`` writes ``DIR/train.csv`` and ``DIR/test.csv``; ``write_csv(path, rows, seed)`` writes one
+table with a header line; ``table(rows, seed)`` returns the
 columns as numpy arrays. Both are deterministic in ``seed``. Numpy only, so programs run under
 other TensorFlow versions can import it too.
 """
@@ -72,3 +73,20 @@ def write_csv(path: str, rows: int, seed: int = 0) -> str:
 
 def _cell(value):
     return f"{value:g}" if isinstance(value, float) else value
+
+
+def main(argv=None):
+    import argparse
+    import os
+
+    parser = argparse.ArgumentParser(description="Write a census-style table: DIR/train.csv and DIR/test.csv.")
+    parser.add_argument("dir")
+    parser.add_argument("--rows", type=int, default=8000, help="training rows (the test table has a quarter)")
+    args = parser.parse_args(argv)
+    os.makedirs(args.dir, exist_ok=True)
+    for name, rows, seed in (("train.csv", args.rows, 0), ("test.csv", args.rows // 4, 1)):
+        print(write_csv(os.path.join(args.dir, name), rows, seed))
+
+
+if __name__ == "__main__":
+    main()

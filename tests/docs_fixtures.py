@@ -2,11 +2,14 @@
 ``test_docs.py``: a package ``my_pkg`` with an Estimator-era model_fn, input_fns and a hook, an
 Estimator program ``my_program.py`` with absl flags, ``my_arrays.npz`` and ``my_arrays/`` (the four
 arrays as .npy files), ``train.csv`` / ``test.csv`` (a census-style table: numeric columns, a text
-label) and ``data/{train,eval}-0.tfrecord`` (32x32x3 uint8 images)."""
+label), ``census/{train,test}.csv`` (``bench.census``'s table) and ``data/{train,eval}-0.tfrecord``
+(32x32x3 uint8 images)."""
 
 import os
 
 import numpy as np
+
+from bench.census import main as census
 
 MODEL = '''"""A layers-tutorial CNN model_fn and its input_fns, as 2018 programs wrote them."""
 
@@ -162,4 +165,5 @@ def write_fixtures(here: str) -> None:
     _write(os.path.join(here, "my_program.py"), PROGRAM)
     _arrays(here)
     _csv(here)
+    census([os.path.join(here, "census"), "--rows", "800"])  # as README's `python -m bench.census census/`
     _tfrecords(here)
