@@ -76,14 +76,14 @@ def tfrecord_cfg(folder, *more):
             IMAGE_SPEC, "data.label_key=label", *more]
 
 
-def _stream(cfg, step, batches, replicas=(1, 0), key="id"):
+def _stream(cfg, step, batches, replicas=(1, 0), key="id", ignored=("image",)):
     """The first ``batches`` training batches of ``key`` for a run at global step ``step``."""
     source = load_data(cfg)
     with tf.Graph().as_default():
         spec = dict(source.features)
         spec.setdefault("id", file_data.Feature("id", (), "int64"))
         source.features = spec
-        p = pipelines.make_file_pipeline(source, 16, True, None, seed=3, replicas=replicas, ignored=("image",))
+        p = pipelines.make_file_pipeline(source, 16, True, None, seed=3, replicas=replicas, ignored=ignored)
         with tf1.Session() as sess:
             sess.run(p.initializer, p.feeds(step))
             return np.concatenate([sess.run(p.features[key]) for _ in range(batches)])
@@ -100,6 +100,22 @@ def test_a_resumed_tfrecord_stream_continues_the_batches_of_an_uninterrupted_one
     # Step 10**9 starts at once: epoch 80,000,000, no replay (the records are counted, not read).
     far = _stream(cfg, 10**9, 1)
     assert len(far) == 16 and set(far) <= set(range(200))
+
+
+def test_a_csv_table_in_memory_resumes_its_batches_and_shards_by_row(make_cfg, tmp_path):
+    path = tmp_path / "ids.csv"
+    with open(path, "w") as f:  # an id per row, Windows line ends and an empty line, as CSV files come
+        f.write("id,x,label\r\n" + "".join(f"{i},{i / 10},{i % 2}\r\n" for i in range(200)) + "\r\n")
+    cfg = make_cfg(*NOT_ARRAYS, "data=csv", f"data.train_files={path}", f"data.eval_files={path}",
+                   "data.label_key=label")
+    assert len(pipelines._csv_lines_in_memory(load_data(cfg))) == 200
+    straight = _stream(cfg, 0, 30, ignored=())  # 480 rows: 2.4 epochs of 200
+    epochs = straight[:400].reshape(2, 200)
+    assert all(sorted(e) == list(range(200)) for e in epochs) and not np.array_equal(epochs[0], epochs[1])
+    for step in (5, 12, 25):  # within the first epoch, straddling the boundary, in the third epoch
+        np.testing.assert_array_equal(_stream(cfg, step, 3, ignored=()), straight[step * 16:(step + 3) * 16])
+    shards = [set(_stream(cfg, 0, 7, replicas=(2, i), ignored=())) for i in (0, 1)]  # 100 rows each
+    assert not shards[0] & shards[1] and shards[0] | shards[1] == set(range(200))
 
 
 def test_training_tasks_read_disjoint_shards(make_cfg, records, tmp_path):
