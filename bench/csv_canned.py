@@ -27,7 +27,7 @@ MODELS = {"census_wide_deep": [], "dnn_classifier": [
 
 def _run(work: str, model: str, source: str, data, steps: int) -> float:
     run_dir = tempfile.mkdtemp(dir=work)
-    inputs = ([f"data=csv", f"data.train_files={data[0]}", f"data.eval_files={data[1]}", "data.label_key=income_bracket"]
+    inputs = (["data=csv", f"data.train_files={data[0]}", f"data.eval_files={data[1]}", "data.label_key=income_bracket"]
               if source == "csv" else
               ["data=input_fn", "data.train_fn=bench.census_memory.train_input_fn",
                "data.eval_fn=bench.census_memory.eval_input_fn", "model.params.num_classes=2"])

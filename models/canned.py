@@ -42,10 +42,12 @@ def _logits(features, mode, params, units: int):
     kind = params["kind"]
     if kind == "baseline":
         return baseline_logits(features, units, params.get("weight_column"))[0]
+    lists = {f"model.params.{k}": params[k] for k in COLUMN_LISTS if params.get(k) is not None}
     try:
-        columns = build_columns({f"model.params.{k}": params[k] for k in COLUMN_LISTS if params.get(k) is not None})
+        columns = build_columns(lists)
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    features = _checked_features(features, lists)
     if kind == "linear":
         return linear_logits(features, units, columns["model.params.feature_columns"],
                              params.get("sparse_combiner", "sum"))[0]
@@ -73,3 +75,46 @@ def _check_dense(columns, key: str) -> None:
         if not hasattr(column, "variable_shape"):
             raise ConfigError(f"model.params.{key}: {column.name!r} is categorical, which a DNN cannot read as is; add "
                              f"{{indicator: {column.name}}} (one-hot) or {{embedding: {column.name}, dimension: 8}}")
+
+
+def _checked_features(features, lists) -> dict:
+    """Every feature a column reads is in the data (else one line naming it); a categorical value
+    outside a vocabulary without ``oov_buckets`` fails the step naming the column (TensorFlow would
+    give it no weight without a word)."""
+    for key, specs in lists.items():
+        for index, spec in enumerate(specs):
+            for name in _raw_keys(spec):
+                if name not in features:
+                    raise ConfigError(f"{key}[{index}]: the data has no feature {name!r} (it has "
+                                      f"{', '.join(sorted(features))}); fix the column or data.features")
+            if spec.get("categorical") is not None and spec.get("vocabulary") and not spec.get("oov_buckets"):
+                name = spec["categorical"]
+                features = {**features, name: _vocabulary_checked(features[name], list(spec["vocabulary"]),
+                                                                  f"{key}[{index}]", name)}
+    return features
+
+
+def _raw_keys(spec: dict):
+    for kind in ("numeric", "bucketized", "categorical"):
+        if spec.get(kind) is not None:
+            yield str(spec[kind])
+    if spec.get("weighted") is not None and spec.get("weight") is not None:
+        yield str(spec["weight"])
+    for key in spec.get("crossed") or ():
+        if not str(key).endswith("_bucketized"):
+            yield str(key)
+
+
+def _vocabulary_checked(values, vocabulary, where: str, name: str):
+    """``values``, once checked to lie in ``vocabulary``."""
+    flat = tf.reshape(values.values if isinstance(values, tf.SparseTensor) else values, [-1, 1])
+    if flat.dtype != tf.string:
+        flat = tf.strings.as_string(flat)
+    known = tf.reduce_any(tf.equal(flat, tf.constant([str(v) for v in vocabulary])), axis=1)
+    check = tf.debugging.Assert(tf.reduce_all(known), [
+        f"{where}: a value of {name} is not in its vocabulary, e.g.", tf.boolean_mask(flat[:, 0], ~known)[:1],
+        "; add it to the vocabulary or set oov_buckets: 1"], name=f"vocabulary_check_{name}")
+    with tf.control_dependencies([check]):
+        if isinstance(values, tf.SparseTensor):
+            return tf.SparseTensor(values.indices, tf.identity(values.values), values.dense_shape)
+        return tf.identity(values)

@@ -366,3 +366,23 @@ def test_a_bad_column_spec_is_one_line_naming_the_entry_and_the_fix(make_cfg, ce
             run(cfg, str(tmp_path / "bad"))
         assert "\n" not in str(raised.value)
         assert not os.path.exists(tmp_path / "bad" / "checkpoints" / "checkpoint")
+    missing = make_cfg("model=linear_classifier", *CSV_DATA, f"data.train_files={train}", f"data.eval_files={test}",
+                       "train.max_steps=2", "model.params.feature_columns=[{categorical: job, hash_buckets: 10}]")
+    with pytest.raises(ConfigError, match=r"feature_columns\[0\]: the data has no feature 'job' \(it has age, "):
+        run(missing, str(tmp_path / "missing"))
+
+
+def test_a_value_outside_a_declared_vocabulary_fails_naming_the_column(make_cfg, census, tmp_path):
+    """TensorFlow gives such a value no weight without a word; without oov_buckets it is an error."""
+    from trainer import run
+
+    train, test = census
+    cfg = make_cfg("model=linear_classifier", *CSV_DATA, f"data.train_files={train}", f"data.eval_files={test}",
+                   "train.max_steps=2", "model.params.feature_columns=[{categorical: workclass, vocabulary: [Private]}]")
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"feature_columns\[0\]: a value of workclass is not "
+                                                             r"in its vocabulary.*set oov_buckets: 1"):
+        run(cfg, str(tmp_path / "oov"))
+    covered = make_cfg("model=linear_classifier", *CSV_DATA, f"data.train_files={train}", f"data.eval_files={test}",
+                       "train.max_steps=2",
+                       "model.params.feature_columns=[{categorical: workclass, vocabulary: [Private], oov_buckets: 1}]")
+    assert run(covered, str(tmp_path / "covered"))["global_step"] == 2
