@@ -250,6 +250,25 @@ def test_regression_and_multi_label_heads(tmp_path):
     assert metrics["auc"] > 0.95
 
 
+def test_a_multi_head_trains_two_objectives_and_keys_predictions_by_head(tmp_path):
+    x, _ = _points()
+    labels = {"side": (x[:, 0] > 0).astype(np.int64), "size": np.linalg.norm(x, axis=1, keepdims=True)}
+    head = estimator.MultiHead([estimator.BinaryClassHead(name="side"), estimator.RegressionHead(name="size")])
+
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices(({"x": x}, labels)).repeat().shuffle(400, seed=1).batch(40)
+
+    model = estimator.Estimator(head_model_fn, model_dir=str(tmp_path / "multi"), params={"head": head},
+                                config=estimator.RunConfig(tf_random_seed=1))
+    model.train(input_fn, steps=200)
+    metrics = model.evaluate(lambda: tf.data.Dataset.from_tensor_slices(({"x": x}, labels)).batch(100))
+    assert {"accuracy/side", "auc/side", "loss/side", "average_loss/size", "loss/size", "loss"} <= set(metrics)
+    assert metrics["accuracy/side"] > 0.9
+    assert metrics["average_loss/size"] < 0.2 * float(np.var(labels["size"]))
+    first = next(model.predict(lambda: tf.data.Dataset.from_tensor_slices({"x": x[:2]}).batch(2)))
+    assert ("side", "class_ids") in first and ("size", "predictions") in first
+
+
 def test_add_metrics_adds_keras_and_tf1_metrics_to_a_canned_model(census, tmp_path):
     train, test = census
     wide, _ = build_model_columns()

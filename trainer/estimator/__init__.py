@@ -25,9 +25,9 @@ from trainer.estimator.canned import (BaselineClassifier, BaselineEstimator, Bas
                                       LinearRegressor)
 from trainer.estimator.core import Estimator
 from trainer.estimator.extenders import add_metrics
-from trainer.estimator.head import (BinaryClassHead, Head, LogisticRegressionHead, MultiClassHead, MultiLabelHead,
-                                    PoissonRegressionHead, RegressionHead, binary_classification_head,
-                                    logistic_regression_head, multi_class_head, multi_label_head,
+from trainer.estimator.head import (BinaryClassHead, Head, LogisticRegressionHead, MultiClassHead, MultiHead,
+                                    MultiLabelHead, PoissonRegressionHead, RegressionHead, binary_classification_head,
+                                    logistic_regression_head, multi_class_head, multi_head, multi_label_head,
                                     poisson_regression_head, regression_head)
 from trainer.estimator.run_config import RunConfig
 from trainer.estimator import tpu
@@ -99,8 +99,8 @@ __all__ = [
     "BaselineClassifier", "BaselineEstimator", "BaselineRegressor", "BinaryClassHead", "DNNClassifier",
     "DNNEstimator", "DNNLinearCombinedClassifier", "DNNLinearCombinedEstimator", "DNNLinearCombinedRegressor",
     "DNNRegressor", "Head", "LinearClassifier", "LinearEstimator", "LinearRegressor", "LogisticRegressionHead",
-    "MultiClassHead", "MultiLabelHead", "PoissonRegressionHead", "RegressionHead", "add_metrics",
-    "binary_classification_head", "logistic_regression_head", "multi_class_head", "multi_label_head",
+    "MultiClassHead", "MultiHead", "MultiLabelHead", "PoissonRegressionHead", "RegressionHead", "add_metrics",
+    "binary_classification_head", "logistic_regression_head", "multi_class_head", "multi_head", "multi_label_head",
     "poisson_regression_head", "regression_head",
     "BestExporter", "CheckpointSaverHook", "CheckpointSaverListener", "ClassificationOutput", "Estimator",
     "EstimatorSpec", "EvalSpec", "Exporter", "FeedFnHook", "FinalExporter", "FinalOpsHook", "GlobalStepWaiterHook",
