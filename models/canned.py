@@ -1,5 +1,6 @@
-"""Estimator's canned classifiers from config (``model=dnn_classifier``, ``linear_classifier``,
-``dnn_linear_combined_classifier``, ``baseline_classifier``): the logits and heads of
+"""Estimator's canned models from config (``model=dnn_classifier``, ``linear_classifier``,
+``dnn_linear_combined_classifier``, ``baseline_classifier`` and their ``_regressor`` twins, which
+read float32 labels): the logits and heads of
 ``trainer.estimator``'s canned models, with Estimator's variable names, prediction keys and eval
 metrics, over feature columns declared in ``model.params`` (``trainer.estimator.canned.columns``) or,
 where a list is null, read off the table (``trainer.data.columns``).
@@ -11,7 +12,7 @@ with Estimator's own optimizers.
 
 import tensorflow as tf
 
-from trainer.estimator import BinaryClassHead, EstimatorSpec, ModeKeys, MultiClassHead
+from trainer.estimator import BinaryClassHead, EstimatorSpec, ModeKeys, MultiClassHead, RegressionHead
 from trainer.estimator.canned.columns import build_columns
 from trainer.estimator.canned.logits import baseline_logits, dnn_logits, linear_logits
 from trainer.errors import ConfigError
@@ -22,7 +23,7 @@ COLUMN_LISTS = ("feature_columns", "linear_feature_columns", "dnn_feature_column
 
 
 def model_fn(features, labels, mode, params):
-    head = _head(params)
+    head = _head(params, labels)
     logits = _logits(features, mode, params, head.logits_dimension)
     if mode != ModeKeys.TRAIN:
         return head.create_estimator_spec(features, mode, logits, labels)
@@ -30,11 +31,19 @@ def model_fn(features, labels, mode, params):
     return EstimatorSpec(mode, predictions=head.predictions(logits), loss=head.loss(labels, logits, features))
 
 
-def _head(params):
+def _head(params, labels):
+    weight = params.get("weight_column")
+    if params.get("head") == "regressor":
+        if labels is not None and labels.dtype.is_integer:
+            raise ConfigError("model.params.head=regressor: the labels are integer class ids; declare the label column "
+                              "as float32 (data.features.<label_key>.dtype=float32) to regress on its values")
+        return RegressionHead(1, weight)
+    if params.get("head") != "classifier":
+        raise ConfigError(f"model.params.head={params.get('head')!r}: classifier or regressor")
     classes = int(params["num_classes"])
     if classes < 2:
-        raise ValueError(f"model.params.num_classes must be >= 2, got {classes}")
-    weight = params.get("weight_column")
+        raise ConfigError(f"model.params.num_classes={classes}: a classifier needs 2 or more classes (float32 labels "
+                          f"are numbers: use a regressor, e.g. model=dnn_regressor)")
     return BinaryClassHead(weight) if classes == 2 else MultiClassHead(classes, weight)
 
 

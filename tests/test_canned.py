@@ -327,7 +327,8 @@ def test_bad_labels_and_optimizers_fail_in_one_line_naming_the_fix(census, tmp_p
 
 # --- from config, without Python --------------------------------------------------------------------
 
-CSV_DATA = ["data=csv", "data.train_examples=null", "data.test_examples=null", "data.label_key=income_bracket", "eval.every_steps=null", "train.batch_size=64"]
+CSV_DATA = ["data=csv", "data.train_examples=null", "data.test_examples=null", "data.label_key=income_bracket",
+            "eval.every_steps=null", "train.batch_size=64"]
 
 
 def test_a_dnn_classifier_trains_from_config_with_columns_read_off_the_table(make_cfg, census, tmp_path):
@@ -348,6 +349,25 @@ def test_a_dnn_classifier_trains_from_config_with_columns_read_off_the_table(mak
     assert shapes[embedding][0] == len({r.split(",")[6] for r in open(train).read().splitlines()[1:]}) + 1
     assert shapes["dnn/hiddenlayer_0/kernel"] == [4 + 7 + 13 + 6 + shapes[embedding][1], 32]
     assert shapes["dnn/logits/kernel"] == [16, 1]
+
+
+def test_a_dnn_regressor_trains_from_config_on_a_float_label(make_cfg, census, tmp_path):
+    from trainer import run
+    from trainer.errors import ConfigError
+
+    train, test = census
+    regress = ["model=dnn_regressor", *CSV_DATA, f"data.train_files={train}", f"data.eval_files={test}",
+               "data.label_key=education_num", "model.params.hidden_units=[32,16]", "train.max_steps=300"]
+    as_ids = make_cfg(*regress[:-1], "train.max_steps=2")  # whole numbers are read as int64 class ids
+    with pytest.raises(ConfigError, match=r"the labels are integer class ids; declare the label column as float32"):
+        run(as_ids, str(tmp_path / "ids"))
+    cfg = make_cfg(*regress, "data.features.education_num.dtype=float32", "eval.objective=average_loss",
+                   "optimizer=adam", "optimizer.learning_rate=0.01")
+    result = run(cfg, str(tmp_path / "run"))
+    labels = [float(r.split(",")[4]) for r in open(test).read().splitlines()[1:]]
+    # education_num is the education's rank give or take one: well below the labels' variance
+    assert result["eval_average_loss"] < 0.15 * float(np.var(labels))
+    assert result["eval_label/mean"] == pytest.approx(float(np.mean(labels)), rel=1e-5)
 
 
 @pytest.mark.cli

@@ -22,10 +22,10 @@ finds the first record that breaks the spec (:meth:`FileSource.diagnose`).
 
 import contextlib
 import csv
-import math
 import glob
 import gzip
 import logging
+import math
 import os
 import struct
 import zlib
@@ -556,6 +556,10 @@ class FileSource:
                 raise DataError(f"{where}: label {value!r} is not in data.label_vocabulary {self.label_vocabulary}")
             return
         number = float(value)
+        if self.features[self.label_key].dtype == "float32":  # a regressor's number
+            if not math.isfinite(number):
+                raise DataError(f"{where}: label {value} is not a finite number; fix the record")
+            return
         if number != int(number) or not 0 <= number < self.num_classes:
             raise DataError(f"{where}: label {value} is outside the {self.num_classes} classes 0..{self.num_classes - 1}; "
                             "set data.num_classes or fix the label")
@@ -637,9 +641,9 @@ def load_files(data_cfg) -> FileSource:
     if label.dtype == "string" and vocabulary is None:
         if kind != "csv":
             raise ConfigError(f"data.label_key={label_key} is a string feature; set data.label_vocabulary=[...]")
-    elif label.dtype not in ("int64", "int32", "string"):
+    elif label.dtype not in ("int64", "int32", "string", "float32"):
         raise ConfigError(f"data.label_key={label_key} is {label.dtype}; labels are integer class ids (or strings with "
-                          "data.label_vocabulary)")
+                          "data.label_vocabulary), or float32 numbers for a regressor")
     buffer = data_cfg.get("shuffle_buffer") or DEFAULT_SHUFFLE_BUFFER
     source = FileSource(kind, train_files, eval_files, features, label_key, 0, vocabulary, compression, buffer)
     source.check_training_records()
@@ -648,7 +652,9 @@ def load_files(data_cfg) -> FileSource:
         source.label_vocabulary = sorted({str(v) for v in _scan_labels(source)})
         log.info("data.label_key=%s: the training files' labels are %s (data.label_vocabulary sets them)", label_key,
                  source.label_vocabulary)
-    if source.label_vocabulary is not None:
+    if label.dtype == "float32":  # a number to regress on, not a class: no classes
+        num_classes = 0
+    elif source.label_vocabulary is not None:
         num_classes = len(source.label_vocabulary)
     elif num_classes is None:
         labels = [int(float(v)) for v in _scan_labels(source)]

@@ -257,7 +257,10 @@ def _parser(source: FileSource):
 
 def _class_id(source: FileSource, label):
     """A batch of labels as int64 class ids, checked against the classes (a bad one fails the input
-    op, which :meth:`FileSource.diagnose` then explains)."""
+    op, which :meth:`FileSource.diagnose` then explains); float32 labels (a regressor's) as they are,
+    checked to be finite."""
+    if label.dtype == tf.float32:
+        return tf.debugging.assert_all_finite(label, f"{_NOT_FINITE} data.label_key")
     if source.label_vocabulary is not None:
         vocabulary = tf.constant(source.label_vocabulary)
         label = tf.strings.as_string(label) if label.dtype != tf.string else label
