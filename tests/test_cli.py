@@ -74,7 +74,7 @@ def test_train_runs_resumes_and_continues(tmp_path):
 
 
 @pytest.mark.parametrize("args,fragment", [
-    (["model=foo"], "model=foo: no such option; choose one of linear, mlp, mnist"),
+    (["model=foo"], "model=foo: no such option; choose one of baseline_classifier, baseline_regressor, census_wide_deep"),
     (["session=fast"], "session=fast"),
     (["train.max_steps=abc"], "train.max_steps"),
     (["train.max_steps=-5"], "train.max_steps=-5"),
