@@ -43,7 +43,13 @@ def test_train_runs_resumes_and_continues(tmp_path):
     assert metrics["global_step"] == 10 and metrics["model"] == "linear"
     assert (run_dir / "checkpoints" / "model.ckpt-10.index").exists()
     assert (run_dir / ".hydra" / "config.yaml").exists() and (run_dir / "train.log").exists()
-    assert os.readlink(tmp_path / "outputs" / "latest") == run_dir.name  # outputs/latest: the newest run
+    assert (tmp_path / "outputs" / ".latest").read_text().strip() == run_dir.name  # the newest run, by name
+    # TensorBoard lists the run once (outputs/.latest is a file, not a link to follow)
+    from tensorboard.backend.event_processing.io_wrapper import GetLogdirSubdirectories
+
+    outputs = str(tmp_path / "outputs")
+    logdirs = sorted(os.path.relpath(d, outputs) for d in GetLogdirSubdirectories(outputs))
+    assert logdirs and all(d.split(os.sep)[0] == run_dir.name for d in logdirs)
 
     # The same command again: already done, exit 0, nothing trained.
     again = train(tmp_path, *SMALL, "train.max_steps=10")

@@ -17,7 +17,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 
 import trainer
-from trainer.cli.paths import point_latest, register_resolvers
+from trainer.cli.paths import point_latest, register_resolvers, resolve_latest
 from trainer.cli.preflight import checked_run_config, is_single_run, preflight
 from trainer.cli.record import discard_staged, stage_record, staged_record
 from trainer.cli.resume import resumed_config
@@ -79,7 +79,7 @@ def run_single(argv) -> float:
 
 
 def main() -> None:
-    argv = sys.argv[1:]
+    argv = sys.argv[1:] = resolve_latest(sys.argv[1:])  # Hydra's own parse (sweeps) reads sys.argv
     if is_single_run(argv):
         run_single(argv)
         return

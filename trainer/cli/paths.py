@@ -18,6 +18,7 @@ import functools
 import hashlib
 import os
 import re
+from typing import List
 
 import yaml
 from omegaconf import OmegaConf
@@ -117,25 +118,44 @@ def run_dir(overrides) -> str:
 
 
 LATEST = "latest"
+LATEST_RECORD = ".latest"
 
 
 def point_latest(run_dir: str) -> None:
-    """Make ``outputs/latest`` a link to ``run_dir`` when the run dir lies in ``outputs/`` (never
-    replacing a real file or dir of that name); ``train resume=outputs/latest`` then continues it."""
+    """Record ``run_dir`` as the newest run in ``outputs/.latest`` (its name, one line) when it lies
+    in ``outputs/``; ``train resume=outputs/latest`` then continues it (:func:`resolve_latest`). A
+    record, not a link: TensorBoard follows links and listed the newest run twice. An
+    ``outputs/latest`` link of an earlier version is removed (never a real file or dir)."""
     root = os.path.abspath(RUNS_ROOT)
     run_dir = os.path.abspath(run_dir)
-    if os.path.dirname(run_dir) != root or os.path.basename(run_dir) == LATEST:
+    if os.path.dirname(run_dir) != root or os.path.basename(run_dir) in (LATEST, LATEST_RECORD):
         return
-    link = os.path.join(root, LATEST)
-    if os.path.lexists(link) and not os.path.islink(link):
-        return
-    temporary = f"{link}.{os.getpid()}.tmp"
+    record = os.path.join(root, LATEST_RECORD)
+    temporary = f"{record}.{os.getpid()}.tmp"
     try:
-        os.symlink(os.path.basename(run_dir), temporary)
-        os.replace(temporary, link)  # atomic: a concurrent reader sees the old link or the new one
+        with open(temporary, "w") as f:
+            f.write(os.path.basename(run_dir) + "\n")
+        os.replace(temporary, record)  # atomic: a concurrent reader sees the old name or the new one
+        if os.path.islink(os.path.join(root, LATEST)):
+            os.unlink(os.path.join(root, LATEST))
     except OSError:
         if os.path.lexists(temporary):
             os.unlink(temporary)
+
+
+def resolve_latest(argv: List[str]) -> List[str]:
+    """``argv`` with ``resume=DIR/latest`` (no such dir there) read as the run ``DIR/.latest`` names."""
+    resolved = []
+    for arg in argv:
+        if override_key(arg) == "resume" and "=" in arg:
+            key, value = arg.split("=", 1)
+            parent, name = os.path.split(value.rstrip("/"))
+            record = os.path.join(parent, LATEST_RECORD)
+            if name == LATEST and not os.path.isdir(value) and os.path.isfile(record):
+                with open(record) as f:
+                    arg = f"{key}={os.path.join(parent, f.read().strip())}"
+        resolved.append(arg)
+    return resolved
 
 
 def job_dir(overrides, sweep_dir: str = RUNS_ROOT + "/multirun") -> str:

@@ -46,8 +46,8 @@ def collect(sweep_dir: str) -> List[Dict]:
     rows = []
     for name in sorted(os.listdir(sweep_dir)):
         job_dir = os.path.join(sweep_dir, name)
-        if os.path.islink(job_dir):
-            continue  # outputs/latest: the run it points to has its own row
+        if os.path.islink(job_dir) or name.startswith("."):
+            continue  # outputs/.latest (or an earlier version's outputs/latest link): not a run
         overrides = _read_yaml(os.path.join(job_dir, ".hydra", "overrides.yaml"), None)
         if not os.path.isdir(job_dir) or overrides is None:
             continue
