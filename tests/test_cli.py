@@ -488,22 +488,21 @@ def test_the_console_shows_one_line_per_checkpoint_and_train_log_keeps_tensorflo
     assert log.count("Calling checkpoint listeners before saving") == 4 and "Graph was finalized" in log
 
 
-def test_log_lines_print_above_the_progress_bar_on_a_terminal(tmp_path):
-    """On a terminal (a pty here) the bar is redrawn below each log line, never cut by one."""
+def _on_a_pty(tmp_path, args, columns=None) -> str:
+    """What ``train ARGS`` prints to a pseudo-terminal (``columns`` wide; None: of no known size, as
+    under ``script`` or some CI runners), once it exits 0."""
+    import fcntl
     import pty
     import select
+    import struct
+    import termios
 
     pid, fd = pty.fork()
     if pid == 0:  # the child: train on the pty, as a user at a terminal runs it
         os.chdir(tmp_path)
-        # The CNN: slow enough (about 8 steps/s) for the bar to be on screen when an evaluation logs.
-        os.execv(TRAIN, [TRAIN, *SMALL, "model=mnist", "train.max_steps=45", "eval.every_steps=15",
-                         "log.progress=bar", "log.every_steps=3"])
-    import fcntl
-    import struct
-    import termios
-
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))  # a 160-column terminal
+        os.execv(TRAIN, [TRAIN, *args])
+    if columns:
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
     chunks = []
     while True:
         ready, _, _ = select.select([fd], [], [], 120)
@@ -518,13 +517,25 @@ def test_log_lines_print_above_the_progress_bar_on_a_terminal(tmp_path):
         chunks.append(chunk)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    screen = b"".join(chunks).decode(errors="replace")
+    return b"".join(chunks).decode(errors="replace")
+
+
+def test_log_lines_print_above_the_progress_bar_on_a_terminal(tmp_path):
+    """On a terminal (a pty here) the bar is redrawn below each log line, never cut by one."""
+    # The CNN: slow enough (about 8 steps/s) for the bar to be on screen when an evaluation logs.
+    screen = _on_a_pty(tmp_path, [*SMALL, "model=mnist", "train.max_steps=45", "eval.every_steps=15",
+                                  "log.progress=bar", "log.every_steps=3"], columns=160)
     # What stays on screen of each line: the text after its last carriage return.
     shown = [line.rstrip("\r").split("\r")[-1] for line in screen.split("\n")]
     logged = [line for line in shown if "][INFO] - " in line]
     assert sum("eval at step" in line for line in logged) == 3 and "%|" in screen, screen[-3000:]
     cut = [line for line in logged if not line.startswith("[")]  # a bar fragment left before a log line
     assert not cut, cut[:3]
+
+
+def test_a_terminal_of_no_known_size_gets_progress_lines_not_a_bar(tmp_path):
+    screen = _on_a_pty(tmp_path, [*SMALL, "train.max_steps=20", "log.progress=auto", "log.every_steps=5"])
+    assert "step 10/20 loss" in screen and "step 20/20 loss" in screen and "%|" not in screen, screen[-2000:]
 
 
 @pytest.mark.parametrize("flag", ["hydra.run.dir", "hydra.sweep.dir"])

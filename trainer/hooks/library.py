@@ -18,13 +18,28 @@ tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
 
 
+BAR_REFRESH_SECS = 2.0
+
+
+def _terminal_columns() -> int:
+    """The width of the terminal stderr writes to; 0 when it is not a terminal or has no size (a
+    pseudo-terminal under ``script``, some CI runners and IDEs), where a bar would print nothing."""
+    if not sys.stderr.isatty():
+        return 0
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError):
+        return 0
+
+
 class ProgressHook(tf1.train.SessionRunHook):
     """A progress bar on a terminal (steps, steps/s, loss), log lines otherwise.
 
     Args:
       every_steps: refresh the bar / write a line every N steps.
       max_steps: the global step training stops at.
-      mode: ``auto`` (bar on a terminal), ``bar``, ``lines`` or ``off``.
+      mode: ``auto`` (a bar on a terminal of known width, lines otherwise), ``bar``, ``lines`` or
+        ``off``. The bar also moves every ``BAR_REFRESH_SECS`` seconds.
     """
 
     def __init__(self, every_steps: int = 100, max_steps: Optional[int] = None, mode="auto"):
@@ -34,8 +49,9 @@ class ProgressHook(tf1.train.SessionRunHook):
         if mode not in ("auto", "bar", "lines", "off"):
             raise ConfigError(f"log.progress={mode}: use auto, bar, lines or off")
         if mode == "auto":
-            mode = "bar" if sys.stderr.isatty() else "lines"
+            mode = "bar" if _terminal_columns() > 0 else "lines"
         self._mode = mode
+        self._fetched_at = 0.0
         self._bar = None
         self._redirect = None
 
@@ -58,7 +74,11 @@ class ProgressHook(tf1.train.SessionRunHook):
 
     def before_run(self, run_context):
         upcoming = self._step + 1
-        if self._mode != "off" and (upcoming % self._every == 0 or (self._max_steps and upcoming >= self._max_steps)):
+        due = upcoming % self._every == 0 or (self._max_steps and upcoming >= self._max_steps)
+        # the bar also moves every BAR_REFRESH_SECS between the log steps of a slow model
+        if self._bar is not None and time.time() - self._fetched_at >= BAR_REFRESH_SECS:
+            due = True
+        if self._mode != "off" and due:
             return tf1.train.SessionRunArgs({"step": self._step_after, "loss": self._loss})
         return None
 
@@ -68,7 +88,7 @@ class ProgressHook(tf1.train.SessionRunHook):
             self._step += 1
             return
         self._step = int(results["step"])
-        now = time.time()
+        now = self._fetched_at = time.time()
         rate = (self._step - self._mark[1]) / max(now - self._mark[0], 1e-9)
         if self._bar is not None:
             self._bar.update(self._step - self._mark[1])
