@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from trainer.errors import ConfigError
-from helpers import weights as _weights
+from helpers import read_jsonl, weights as _weights
 from trainer import run
 
 BACKENDS = ["plain", "monitored"]
@@ -268,3 +268,25 @@ def test_a_resumed_session_initialises_the_input_without_writing_the_restored_ch
         hook.wait_for_graph_files()
     assert len(initialised) == 1
     assert os.stat(tmp_path / "model.ckpt-0.index").st_mtime_ns == written
+
+
+def test_metrics_csv_holds_the_jsonl_rows_and_widens_its_header_across_a_resume(tmp_path):
+    import csv
+
+    from trainer.records import MetricsLog
+
+    path = str(tmp_path / "metrics.jsonl")
+    first = MetricsLog(path)
+    first.record("train", 5, {"loss": 1.5, "steps_per_sec": 10.0})
+    first.record("eval", 5, {"loss": 1.25, "accuracy": 0.5})  # a new key: the header widens
+    first.record("train", 10, {"loss": 1.0, "steps_per_sec": 11.0})
+    resumed = MetricsLog(path)  # a resumed run appends to the same files
+    resumed.record("train", 15, {"loss": 0.75, "steps_per_sec": 12.0})
+    resumed.record("eval", 15, {"loss": 0.5, "accuracy": 0.75, "auc": 0.9})
+    with open(tmp_path / "metrics.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == ["kind", "step", "time", "accuracy", "auc", "loss", "steps_per_sec"]
+    expected = read_jsonl(path)
+    assert len(rows) == len(expected) == 5
+    for row, record in zip(rows, expected):
+        assert {k: v for k, v in row.items() if v != ""} == {k: str(v) for k, v in record.items()}

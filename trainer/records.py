@@ -1,6 +1,7 @@
 """A run's records on disk: JSON files written atomically, and the metrics log (``metrics.jsonl``)."""
 
 import contextlib
+import csv
 import json
 import math
 import os
@@ -64,12 +65,15 @@ def read_json(path: str) -> Dict:
 
 
 class MetricsLog:
-    """Training and evaluation records: the last of each, and a JSON-lines file of all."""
+    """Training and evaluation records: the last of each, a JSON-lines file of all (``path``), and
+    the same rows as CSV beside it (``metrics.csv``, for spreadsheets: one column per key, empty
+    where a row has none; rewritten with the wider header when a new key appears)."""
 
     def __init__(self, path: Optional[str]):
         self.path = path
         self.train: Dict[str, float] = {}
         self.eval: Dict[str, float] = {}
+        self._header: Optional[List[str]] = None
 
     def record(self, kind: str, step: int, values: Dict[str, float]) -> None:
         row = {"kind": kind, "step": int(step), "time": round(time.time(), 3)}
@@ -82,8 +86,29 @@ class MetricsLog:
             try:
                 with open(self.path, "a") as f:
                     f.write(json.dumps(json_safe(row), allow_nan=False) + "\n")
+                self._write_csv(json_safe(row))
             except OSError as e:
                 raise unwritable(self.path, e) from None
+
+    def _write_csv(self, row: Dict) -> None:
+        path = os.path.splitext(self.path)[0] + ".csv"
+        if self._header is None and os.path.exists(path):
+            with open(path, newline="") as f:
+                self._header = next(csv.reader(f), None)
+        if self._header is not None and set(row) <= set(self._header):
+            with open(path, "a", newline="") as f:
+                csv.DictWriter(f, self._header).writerow(row)
+            return
+        with open(self.path) as f:  # every row so far, this one included
+            rows = [json.loads(line) for line in f if line.strip()]
+        keys = {key for r in rows for key in r} - {"kind", "step", "time"}
+        self._header = ["kind", "step", "time", *sorted(keys)]
+        temporary = f"{path}.{os.getpid()}.tmp"
+        with open(temporary, "w", newline="") as f:
+            writer = csv.DictWriter(f, self._header)
+            writer.writeheader()
+            writer.writerows(rows)
+        os.replace(temporary, path)
 
 
 def failure_record(cfg, error: str, **fields) -> Dict:
