@@ -77,6 +77,8 @@ def test_train_runs_resumes_and_continues(tmp_path):
     assert report.returncode == 0, report.stderr
     rows = [line for line in report.stdout.splitlines() if line.startswith("| ") and "finished" in line]
     assert len(rows) == 1 and run_dir.name in rows[0] and "| 35 |" in rows[0]
+    assert report.stdout.startswith("# Runs in ") and "1 runs, 0 failed" in report.stdout
+    assert not list((tmp_path / "outputs").glob("summary.*"))  # a dir of runs is only read, unless --write
 
 
 @pytest.mark.parametrize("args,fragment", [

@@ -95,22 +95,35 @@ def _fmt(value) -> str:
     return "" if value is None else str(value)
 
 
-def write_report(sweep_dir: str, plot: bool = True) -> List[Dict]:
+def is_sweep(folder: str) -> bool:
+    """A dir Hydra ran a sweep in (its ``multirun.yaml``), rather than a dir of single runs (``outputs``)."""
+    return os.path.isfile(os.path.join(folder, "multirun.yaml"))
+
+
+def summary_markdown(folder: str, rows: List[Dict]) -> str:
+    """The jobs (or runs) of ``folder`` as a Markdown table under a title that says which they are."""
+    columns = _columns(rows)
+    lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+    for row in rows:
+        lines.append("| " + " | ".join(_fmt(row.get(c)).replace("|", "\\|") for c in columns) + " |")
+    failed = sum(r["status"] == "failed" for r in rows)
+    what = ("Sweep", "jobs") if is_sweep(folder) else ("Runs in", "runs")
+    header = (f"# {what[0]} {os.path.abspath(folder)}\n\n{len(rows)} {what[1]}, {failed} failed; sorted by the "
+              "objective, best first.\n\n")
+    return header + "\n".join(lines) + "\n"
+
+
+def write_report(sweep_dir: str, plot: bool = True, rows: Optional[List[Dict]] = None) -> List[Dict]:
     """Write ``summary.csv``, ``summary.md`` and (with matplotlib) ``summary.png`` into ``sweep_dir``."""
-    rows = collect(sweep_dir)
+    rows = collect(sweep_dir) if rows is None else rows
     columns = _columns(rows)
     with _atomic(os.path.join(sweep_dir, "summary.csv"), newline="") as f:
         writer = csv.writer(f)
         writer.writerow(columns)
         for row in rows:
             writer.writerow([_fmt(row.get(c)) for c in columns])
-    lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
-    for row in rows:
-        lines.append("| " + " | ".join(_fmt(row.get(c)).replace("|", "\\|") for c in columns) + " |")
-    failed = sum(r["status"] == "failed" for r in rows)
-    header = f"# Sweep {os.path.abspath(sweep_dir)}\n\n{len(rows)} jobs, {failed} failed; sorted by the objective, best first.\n\n"
     with _atomic(os.path.join(sweep_dir, "summary.md")) as f:
-        f.write(header + "\n".join(lines) + "\n")
+        f.write(summary_markdown(sweep_dir, rows))
     if plot:
         _plot(sweep_dir, rows)
     return rows
@@ -213,16 +226,20 @@ class SweepSummaryCallback(Callback):
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="train-report", description="Summarise a sweep dir of the train command.")
-    parser.add_argument("sweep_dir", help="a multirun dir, e.g. outputs/multirun")
+    parser = argparse.ArgumentParser(prog="train-report", description="Summarise a sweep dir (or a dir of runs) of "
+                                                                       "the train command.")
+    parser.add_argument("sweep_dir", help="a multirun dir, e.g. outputs/multirun, or a dir of runs, e.g. outputs")
     parser.add_argument("--no-plot", action="store_true", help="skip summary.png")
+    parser.add_argument("--write", action="store_true", help="also write summary.csv/.md/.png into a dir of runs "
+                                                             "(a sweep dir always gets them)")
     args = parser.parse_args(argv)
     if not os.path.isdir(args.sweep_dir):
         print(f"error: {args.sweep_dir}: no such dir; give a sweep dir such as outputs/multirun", file=sys.stderr)
         raise SystemExit(2)
-    rows = write_report(args.sweep_dir, plot=not args.no_plot)
-    with open(os.path.join(args.sweep_dir, "summary.md")) as f:
-        print(f.read())
+    rows = collect(args.sweep_dir)
+    if is_sweep(args.sweep_dir) or args.write:
+        write_report(args.sweep_dir, plot=not args.no_plot, rows=rows)
+    print(summary_markdown(args.sweep_dir, rows))
     if not rows:
         print(f"error: {args.sweep_dir} has no job dirs", file=sys.stderr)
         raise SystemExit(2)
