@@ -556,3 +556,16 @@ def test_help_is_the_runners_own_and_names_every_option(tmp_path):
         for option in sorted(f[:-5] for f in os.listdir(os.path.join(conf, group)) if f.endswith(".yaml")):
             assert option in proc.stdout, f"{group}={option} is missing from train --help"
     assert "base_" not in proc.stdout  # the schemas are not options
+
+
+def test_a_sweep_needing_a_download_it_cannot_make_fails_once_before_any_job(tmp_path):
+    from trainer.data.sources import KERAS_BASE_URL, unreachable
+
+    if unreachable(KERAS_BASE_URL) is None:
+        pytest.skip("the download host is reachable from here")
+    proc = train(tmp_path, "-m", "data=mnist", f"data.download_dir={tmp_path / 'cache'}", "train.max_steps=2",
+                 "optimizer.learning_rate=0.1,0.01")
+    assert proc.returncode == 2, proc.stderr
+    assert "data=mnist: its files are not here and must be downloaded, but " in error_line(proc)
+    assert "use data=fashion_mnist" in error_line(proc) and "Launching" not in proc.stdout + proc.stderr
+    assert not (tmp_path / "outputs").exists()

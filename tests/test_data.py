@@ -354,3 +354,14 @@ def test_the_sources_read_ahead_import_no_tensorflow(make_cfg, tmp_path):
         proc = subprocess.run([sys.executable, "-c", probe, spec], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, (name, proc.stderr[-2000:])
         assert proc.stdout.strip() == "[]", (name, proc.stdout)
+
+
+def test_an_unreachable_download_host_is_named_within_seconds():
+    import time
+
+    from trainer.data.sources import RESOLVE_SECS, unreachable
+
+    started = time.time()
+    why = unreachable("https://no-such-host.invalid/mnist.npz")
+    assert why and why.startswith("no-such-host.invalid ") and "offline?" in why
+    assert time.time() - started < RESOLVE_SECS + 1

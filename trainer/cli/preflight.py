@@ -11,6 +11,7 @@ work exists: a single run's config is composed once, checked, and then run as it
 import contextlib
 import os
 import re
+import json
 from typing import List
 
 from hydra import compose, initialize_config_module
@@ -23,6 +24,7 @@ from omegaconf.errors import InterpolationResolutionError
 from trainer.cli.paths import override_key
 from trainer.cli.resume import check_resumable, resume_overrides
 from trainer.config.rules import check_writable_dir, validate
+from trainer.data.sources import check_download
 from trainer.errors import ConfigError, fail, full_errors
 
 # Flags after which Hydra does something other than run one job.
@@ -273,7 +275,12 @@ def preflight(argv: List[str], config_module: str) -> None:
             _check_output_dir(flags, overrides, multirun)
             variants = sweep_variants(overrides) if multirun else [overrides]
             with initialize_config_module(config_module=config_module, version_base="1.3"):
-                for variant in variants:
-                    _check(compose("config", overrides=variant))
+                composed = [compose("config", overrides=variant) for variant in variants]
+                for cfg in composed:
+                    _check(cfg)
+            if multirun:  # once for the sweep, not in each job after TensorFlow's import
+                for data in {json.dumps(OmegaConf.to_container(c.data, resolve=False), sort_keys=True): c.data
+                             for c in composed}.values():
+                    check_download(data)
     finally:
         GlobalHydra.instance().clear()

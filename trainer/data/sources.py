@@ -316,6 +316,33 @@ def _digest(path: str, algorithm: str) -> str:
     return h.hexdigest()
 
 
+RESOLVE_SECS = 3.0
+
+
+def unreachable(url: str, secs: float = RESOLVE_SECS) -> Optional[str]:
+    """Why ``url``'s host cannot be reached (no connection to its port 443 within ``secs``), or None.
+    Name resolution has no timeout of its own: offline it waited 10-22 s before each download failed."""
+    import socket
+    import threading
+    import urllib.parse
+
+    host = urllib.parse.urlparse(url).hostname or url
+    outcome = {}
+
+    def connect():
+        try:
+            socket.create_connection((host, 443), timeout=secs).close()
+        except OSError as e:
+            outcome["error"] = e
+
+    worker = threading.Thread(target=connect, daemon=True, name="reach-download-host")
+    worker.start()
+    worker.join(secs)
+    if worker.is_alive():
+        return f"{host} gave no answer within {secs:g} s (offline?)"
+    return f"{host} cannot be reached ({outcome['error']}; offline?)" if "error" in outcome else None
+
+
 def download(url: str, dest: str, checksum: str, algorithm: str = "sha256", timeout_secs: float = 20.0) -> str:
     """Download ``url`` to ``dest`` atomically, verifying its checksum.
 
@@ -324,6 +351,9 @@ def download(url: str, dest: str, checksum: str, algorithm: str = "sha256", time
     """
     import urllib.request  # here: it loads ssl, which no run without a download needs
 
+    why = unreachable(url)
+    if why:
+        raise DataError(f"cannot download {url}: {why}")
     os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(dest) or ".", suffix=".part")
     try:
@@ -366,6 +396,29 @@ def load_mnist(path: Optional[str], allow_download: bool, download_dir: str) -> 
 
 
 DEBIAN_FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
+
+
+def check_download(data_cfg) -> None:
+    """Before a sweep's first job: a ``data=mnist`` or ``fashion_mnist`` that would have to download
+    its files, and cannot reach the host, fails once here rather than in every job.
+
+    Raises:
+      DataError: naming the data, why the host cannot be reached, and what to do instead.
+    """
+    name, path = data_cfg.get("name"), data_cfg.get("path")
+    if name not in ("mnist", "fashion_mnist") or path or not data_cfg.get("download", True):
+        return
+    folder = os.path.expanduser(data_cfg.get("download_dir") or "~/.keras/datasets")
+    if name == "mnist" and os.path.isfile(os.path.join(folder, "mnist.npz")):
+        return
+    if name == "fashion_mnist" and (os.path.isdir(DEBIAN_FASHION_MNIST) or all(
+            os.path.isfile(os.path.join(folder, "fashion-mnist", f)) for f in FASHION_FILES_MD5)):
+        return
+    why = unreachable(KERAS_BASE_URL)
+    if why:
+        raise DataError(f"data={name}: its files are not here and must be downloaded, but {why}; set data.path to "
+                        f"local files, or use data=fashion_mnist (apt-get install dataset-fashion-mnist) or "
+                        f"data=synthetic")
 
 
 def load_fashion_mnist(path: Optional[str], allow_download: bool, download_dir: str) -> Arrays:
