@@ -139,6 +139,9 @@ def _atomic(path: str, **kwargs):
 
 
 def _plot(sweep_dir: str, rows: List[Dict]) -> Optional[str]:
+    """``summary.png``: the objective against each swept parameter (numbers on a numeric axis, a log
+    axis where they span two decades or more), then each job's eval curve; one colour per job in
+    every panel, the best job starred, the legend beside the panels."""
     try:
         import matplotlib
 
@@ -147,37 +150,77 @@ def _plot(sweep_dir: str, rows: List[Dict]) -> Optional[str]:
     except ImportError:
         log.info("matplotlib is not installed (pip install '.[sweep]'): no summary.png")
         return None
-    done = [r for r in rows if r.get(eval_key(r['objective'])) is not None]
+    done = [r for r in rows if r.get(eval_key(r["objective"])) is not None]
     params = sorted({p for r in rows for p in r["params"] if len({str(x["params"].get(p)) for x in rows}) > 1})
-    panels = max(1, len(params)) + 1
-    fig, axes = plt.subplots(1, panels, figsize=(4.5 * panels, 3.8), squeeze=False)
     objective = done[0]["objective"] if done else "accuracy"
+    colours = {r["job"]: plt.get_cmap("tab10" if len(rows) <= 10 else "tab20")(i % 20) for i, r in enumerate(rows)}
+    best = _best(done, objective)
+    panels = max(1, len(params)) + 1
+    legend = min(4.5, 0.7 + 0.062 * max((len(_label(r, params, best)) for r in rows), default=0))  # inches
+    fig, axes = plt.subplots(1, panels, figsize=(3.6 * panels + legend, 3.4), squeeze=False)
     for ax, param in zip(axes[0], params or ["job"]):
-        values = [r["params"].get(param, r["job"]) if param != "job" else r["job"] for r in done]
-        labels = sorted(set(values), key=lambda v: (_number(v) is None, _number(v) or 0, str(v)))
-        xs = [labels.index(v) for v in values]
-        ax.scatter(xs, [r[eval_key(objective)] for r in done])
-        ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
-        ax.set_xlabel(param)
-        ax.set_ylabel(f"eval {objective}")
-    curve_ax = axes[0][-1]
-    for r in rows:
-        steps, values = _curve(r["job_dir"], objective)
-        if steps:
-            label = " ".join(f"{p}={r['params'].get(p)}" for p in params) or r["job"][:40]
-            curve_ax.plot(steps, values, marker=".", label=label)
-    curve_ax.set_xlabel("global step")
-    curve_ax.set_ylabel(f"eval {objective}")
-    if curve_ax.get_legend_handles_labels()[0]:
-        curve_ax.legend(fontsize=6)
-    fig.tight_layout()
+        _param_panel(ax, param, done, objective, colours, best)
+    _curve_panel(axes[0][-1], rows, params, objective, colours, best)
+    fig.tight_layout(rect=(0, 0, 1 - legend / fig.get_figwidth(), 1))
     path = os.path.join(sweep_dir, "summary.png")
     tmp = f"{path}.{os.getpid()}.png"
     fig.savefig(tmp, dpi=110)
     plt.close(fig)
     os.replace(tmp, path)
     return path
+
+
+def _best(done: List[Dict], objective: str) -> Optional[str]:
+    """The job with the best objective (the rows come sorted best first)."""
+    return done[0]["job"] if done else None
+
+
+def _param_panel(ax, param: str, done: List[Dict], objective: str, colours: Dict, best: Optional[str]) -> None:
+    values = [r["params"].get(param, r["job"]) if param != "job" else r["job"] for r in done]
+    numbers = [_number(v) for v in values]
+    numeric = bool(values) and all(n is not None for n in numbers)
+    if numeric:
+        xs = numbers
+        if min(xs) > 0 and max(xs) / min(xs) >= 100:
+            ax.set_xscale("log")
+    else:
+        labels = sorted({str(v) for v in values})
+        xs = [labels.index(str(v)) + (i % 3 - 1) * 0.06 for i, v in enumerate(values)]  # side by side, not on top
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels([_short(label, 16) for label in labels], rotation=20, ha="right", fontsize=8)
+    for x, r in zip(xs, done):
+        star = r["job"] == best
+        ax.scatter([x], [r[eval_key(objective)]], color=colours[r["job"]], alpha=0.8, s=120 if star else 40,
+                   marker="*" if star else "o", edgecolors="black" if star else "none", zorder=3 if star else 2)
+    ax.set_xlabel(param.rsplit(".", 1)[-1])
+    ax.set_ylabel(f"eval {objective}")
+    ax.grid(alpha=0.3)
+
+
+def _curve_panel(ax, rows: List[Dict], params: List[str], objective: str, colours: Dict, best: Optional[str]) -> None:
+    for r in rows:
+        steps, values = _curve(r["job_dir"], objective)
+        if steps:
+            ax.plot(steps, values, marker=".", color=colours[r["job"]], label=_label(r, params, best),
+                    linewidth=2.2 if r["job"] == best else 1.2)
+    ax.set_xlabel("global step")
+    ax.set_ylabel(f"eval {objective}")
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+
+
+def _label(row: Dict, params: List[str], best: Optional[str]) -> str:
+    """A job's legend entry: its swept values by their last key part (the job's name without any)."""
+    label = ", ".join(f"{p.rsplit('.', 1)[-1]}={_short(row['params'].get(p), 12)}" for p in params)
+    return (label or _short(row["job"], 30)) + (" (best)" if row["job"] == best else "")
+
+
+def _short(value, width: int) -> str:
+    """``value`` for a label: numbers to 3 significant digits, text cut to ``width`` characters."""
+    number = _number(value)
+    text = f"{number:.3g}" if number is not None and not isinstance(value, bool) else str(value)
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def _number(value) -> Optional[float]:
