@@ -159,6 +159,17 @@ def test_run_dir_names_are_short_readable_and_never_shared(tmp_path, monkeypatch
     assert run_dir(sweep) == name
 
 
+def test_a_jobs_name_shows_its_swept_values_in_full_and_first():
+    from trainer.cli.paths import short_name
+
+    jobs = [["optimizer=momentum", "sweep=mnist_lr", f"optimizer.learning_rate={lr}", "train.batch_size=128",
+             "model=mnist", "data=fashion_mnist"] for lr in (0.0012345678901234, 0.0012345678901299)]
+    swept = frozenset({"optimizer", "optimizer.learning_rate", "train.batch_size"})
+    names = [short_name(job, swept) for job in jobs]
+    assert names[0].startswith("optimizer-momentum+batch_size-128+learning_rate-0.0012345678901234+")
+    assert "learning_rate-0.0012345678901299+" in names[1]  # told apart by their names, not only the hash
+
+
 def test_sweep_jobs_keep_every_override():
     assert job_dir(["session=plain", "optimizer.learning_rate=0.1"]) != job_dir(["session=monitored", "optimizer.learning_rate=0.1"])
 

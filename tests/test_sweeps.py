@@ -40,7 +40,7 @@ def job_hparams(job_dir):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     from tensorboard.plugins.hparams import plugin_data_pb2
 
-    events = EventAccumulator(str(job_dir))
+    events = EventAccumulator(str(job_dir / "checkpoints" / "eval"))  # the session is the job's eval run
     events.Reload()
     content = events.PluginTagToContent("hparams")["_hparams_/session_start_info"]
     info = plugin_data_pb2.HParamsPluginData.FromString(content).session_start_info
@@ -77,10 +77,22 @@ def test_2x2_sweep_makes_4_jobs_and_a_summary(tmp_path):
     accuracies = [float(r["eval_accuracy"]) for r in rows]
     assert accuracies == sorted(accuracies, reverse=True)  # best first
     assert (sweep_dir / "summary.md").exists() and (sweep_dir / "summary.png").stat().st_size > 1000
-    # TensorBoard's HParams: each job's overrides as its hparams, read with TensorBoard's reader.
+    # TensorBoard's HParams: each job's swept values as its hparams, read with TensorBoard's reader,
+    # in its eval run (no event file of its own at the job's root: no empty run per job).
     for name in found:
         assert job_hparams(sweep_dir / name)["optimizer.learning_rate"] in (0.01, 0.001)
-        assert job_hparams(sweep_dir / name)["session"] in ("plain", "monitored")
+        assert sorted(job_hparams(sweep_dir / name)) == ["optimizer.learning_rate", "session"]
+        assert not list((sweep_dir / name).glob("events.out.tfevents*"))
+    # The experiment at the sweep's root: the swept keys, and the eval metrics as the only metrics.
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    root = EventAccumulator(str(sweep_dir))
+    root.Reload()
+    experiment = plugin_data_pb2.HParamsPluginData.FromString(
+        root.PluginTagToContent("hparams")["_hparams_/experiment"]).experiment
+    assert sorted(h.name for h in experiment.hparam_infos) == ["optimizer.learning_rate", "session"]
+    assert sorted(m.name.tag for m in experiment.metric_infos) == ["accuracy", "loss"]
     # Same lr, either backend: the same result.
     by_lr = {}
     for name, m in found.items():

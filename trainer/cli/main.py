@@ -17,7 +17,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 
 import trainer
-from trainer.cli.paths import point_latest, register_resolvers, resolve_latest
+from trainer.cli.paths import point_latest, register_resolvers, resolve_latest, swept_keys
 from trainer.cli.preflight import checked_run_config, is_single_run, preflight
 from trainer.cli.record import discard_staged, stage_record, staged_record
 from trainer.cli.resume import resumed_config
@@ -37,7 +37,7 @@ def job_function(cfg) -> float:
     """One job: returns the eval objective for sweepers."""
     hc = HydraConfig.get()
     if hc.mode != RunMode.RUN:
-        return run_job(cfg, hc)
+        return run_job(cfg, hc, swept_keys(hc.sweep.dir))
 
     point_latest(hc.runtime.output_dir)
 

@@ -69,11 +69,13 @@ def _default_options() -> dict:
         return {}
 
 
-def _short_value(value: str) -> str:
+def _short_value(value: str, whole: bool = False) -> str:
+    """``value`` for a dir name: a path's last part, other characters as ``_``, cut to ``_SHORT_VALUE``
+    characters unless ``whole`` (a swept value, which tells the jobs apart)."""
     if "/" in value:  # a path or glob: its last part
         value = value.rstrip("/").rsplit("/", 1)[-1] or value
     value = re.sub(r"[^A-Za-z0-9.@~-]+", "_", value).strip("_") or "_"
-    return value if len(value) <= _SHORT_VALUE else value[:_SHORT_VALUE - 2] + "__"
+    return value if whole or len(value) <= _SHORT_VALUE else value[:_SHORT_VALUE - 2] + "__"
 
 
 def short_name(overrides, first=frozenset()) -> str:
@@ -88,13 +90,15 @@ def short_name(overrides, first=frozenset()) -> str:
     for o in kept:
         key, has_value, value = o.partition("=")
         leaf = override_key(o).rsplit(".", 1)[-1]
-        part = ("no-" if key.startswith("~") else "") + leaf + (f"-{_short_value(value)}" if has_value else "")
-        parts.append((override_key(o) not in first, "." in override_key(o), part))
+        swept = override_key(o) in first
+        part = ("no-" if key.startswith("~") else "") + leaf + (f"-{_short_value(value, swept)}" if has_value else "")
+        parts.append((not swept, "." in override_key(o), part))
     readable = re.sub(r"[^A-Za-z0-9._+@~-]", "_", "+".join(p[-1] for p in sorted(parts))) or "default"
     if readable == exact:
         return exact
     digest = hashlib.sha1("\n".join(sorted(kept)).encode()).hexdigest()[:6]
-    return f"{readable[:_SHORT_NAME].rstrip('+')}--{digest}"
+    swept_length = len("+".join(p[-1] for p in parts if not p[0]))  # the swept values are never cut
+    return f"{readable[:max(_SHORT_NAME, swept_length)].rstrip('+')}--{digest}"
 
 
 def _found_again(root: str, overrides, first=frozenset()) -> str:

@@ -61,8 +61,9 @@ def _finished_already(cfg, output_dir: str):
     return finished_run(prepare(cfg, output_dir), output_dir)
 
 
-def run_job(cfg, hc) -> float:
-    """Run one sweep job; record a failure in its ``metrics.json`` (and return None for it)."""
+def run_job(cfg, hc, swept=frozenset()) -> float:
+    """Run one sweep job; record a failure in its ``metrics.json`` (and return None for it).
+    ``swept``: the keys the sweep varies (its HParams)."""
     output_dir = hc.runtime.output_dir
     try:
         check_own_checkpoint_dir(cfg, output_dir)
@@ -78,7 +79,8 @@ def run_job(cfg, hc) -> float:
             log.info("job %s finished already at step %s: skipped", os.path.basename(output_dir), done.get("global_step"))
             return done.get("objective_value")
         result = trainer.run(cfg, output_dir)
-        write_hparams(output_dir, list(hc.overrides.task))
+        checkpoints = os.path.expanduser(cfg.checkpoint.dir or os.path.join(output_dir, "checkpoints"))  # as prepare()
+        write_hparams(output_dir, list(hc.overrides.task), os.path.join(checkpoints, "eval"), swept, result)
         return result.get("objective_value")
     except Preempted as e:
         # A signal stops the whole sweep, not this job alone: the job recorded itself `preempted`
@@ -111,10 +113,13 @@ def _hparam_value(text: str):
     return {"true": True, "false": False}.get(text.lower(), text)
 
 
-def write_hparams(output_dir: str, overrides) -> None:
-    """TensorBoard HParams for this job: its overrides as hparams, in an event file in the job dir,
-    so that ``tensorboard --logdir outputs/multirun`` compares the jobs (their eval metrics, under
-    ``checkpoints/eval``, are the metrics)."""
+def write_hparams(output_dir: str, overrides, eval_dir: str, swept=frozenset(), result=None) -> None:
+    """TensorBoard HParams for this job, so that ``tensorboard --logdir outputs/multirun`` compares
+    the jobs: the swept keys' values (every override where the sweep's keys are unknown) as the
+    session's hparams, written into the job's eval summaries dir (the session is then that run, its
+    eval scalars the metrics, and no empty run is added per job); and, once per sweep, the
+    experiment at the sweep dir's root naming those keys and the eval metrics only (not
+    ``global_step/sec`` or ``learning_rate``)."""
     import tensorflow as tf
     from tensorboard.plugins.hparams import api as hp
 
@@ -122,13 +127,20 @@ def write_hparams(output_dir: str, overrides) -> None:
     for override in overrides:
         key, _, value = override.partition("=")
         key = key.lstrip("+~")
-        if key and not key.startswith(("hydra.", "sweep.")) and key != "resume":
+        if key and not key.startswith(("hydra.", "sweep.")) and key != "resume" and (not swept or key in swept):
             hparams[key] = _hparam_value(value)
+    metrics = sorted(k[len("eval_"):] for k, v in (result or {}).items()
+                     if k.startswith("eval_") and k != "eval_examples" and isinstance(v, (int, float)))
+    root = os.path.dirname(os.path.abspath(output_dir))
     try:
-        writer = tf.summary.create_file_writer(output_dir)
-        with writer.as_default():
+        if not os.path.isdir(eval_dir):
+            return  # no evaluation: no metrics to compare
+        with tf.summary.create_file_writer(eval_dir).as_default():
             hp.hparams(hparams, trial_id=os.path.basename(output_dir))
-        writer.close()
+        if metrics and not any(n.startswith("events.out.tfevents") for n in os.listdir(root)):
+            with tf.summary.create_file_writer(root).as_default():
+                hp.hparams_config(hparams=[hp.HParam(k) for k in sorted(hparams)],
+                                  metrics=[hp.Metric(m, display_name=f"eval {m}") for m in metrics])
     except Exception as e:  # TensorBoard's extras must never fail a finished job
         log.warning("could not write the job's TensorBoard hparams: %s", e)
 
