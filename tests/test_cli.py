@@ -552,7 +552,8 @@ def test_help_is_the_runners_own_and_names_every_option(tmp_path):
     proc = train(tmp_path, "--help")
     assert proc.returncode == 0 and "Usage:" in proc.stdout and "powered by Hydra" not in proc.stdout
     conf = os.path.join(os.path.dirname(__file__), "..", "conf")
-    for group in ("model", "data", "optimizer", "session", "device", "hooks", "hook", "distributed", "sweep", "recipe"):
+    for group in ("model", "data", "optimizer", "session", "device", "hooks", "hook", "distributed", "sweep", "budget",
+                  "recipe"):
         for option in sorted(f[:-5] for f in os.listdir(os.path.join(conf, group)) if f.endswith(".yaml")):
             assert option in proc.stdout, f"{group}={option} is missing from train --help"
     assert "base_" not in proc.stdout  # the schemas are not options

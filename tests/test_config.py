@@ -49,6 +49,11 @@ def test_every_option_composes_and_validates(make_cfg, monkeypatch, group, optio
         assert cfg.hooks.extra._target_ and cfg.hooks.extra.role in ("chief", "all")
     elif group == "sweep":  # search spaces, added to a multirun with +sweep=NAME
         cfg = make_cfg(f"+sweep={option}")
+    elif group == "budget":  # the budget of one model and dataset: picked by the two choices
+        model = next(m for m in options("model") if option.startswith(m + "_"))
+        data = option[len(model) + 1:]
+        assert data in options("data"), option
+        cfg = make_cfg(f"model={model}", f"data={data}")
     elif group == "recipe":  # the defaults of one model, dataset and optimizer: picked by the three choices
         model = next(m for m in options("model") if option.startswith(m + "_"))
         optimizer = next(o for o in options("optimizer") if option.endswith("_" + o))
@@ -72,7 +77,9 @@ def test_defaults(make_cfg):
 
 
 def test_the_defaults_of_one_model_on_one_dataset():
-    """conf/recipe/mnist_fashion_mnist_adam.yaml applies to that combination only, under the command line."""
+    """conf/budget/mnist_fashion_mnist.yaml applies to that pair with every optimizer (a sweep over
+    optimizers compares them on the same budget), conf/recipe/mnist_fashion_mnist_adam.yaml to Adam
+    there, both under the command line."""
     from hydra import compose, initialize_config_module
 
     with initialize_config_module(config_module="trainer.conf", version_base="1.3"):
@@ -84,9 +91,11 @@ def test_the_defaults_of_one_model_on_one_dataset():
                                                   "train.max_steps=30"])
     assert pair.optimizer.schedule == "cosine" and pair.optimizer.learning_rate == 0.002
     assert pair.train.max_steps == 2500 and pair.eval.every_steps == 500
-    for cfg in (other_model, other_data, other_optimizer):
+    for cfg in (other_model, other_data):
         assert cfg.optimizer.schedule == "constant" and cfg.train.max_steps == 2000
-    assert other_optimizer.optimizer.learning_rate == 0.01
+    # momentum on the same pair: the same budget, its own default rate
+    assert other_optimizer.optimizer.schedule == "cosine" and other_optimizer.train.max_steps == 2500
+    assert other_optimizer.eval.every_steps == 500 and other_optimizer.optimizer.learning_rate == 0.01
     assert overridden.optimizer.schedule == "constant" and overridden.train.max_steps == 30
     validate(pair)
 
