@@ -127,6 +127,7 @@ def test_mnist_offline_fails_fast_with_advice(tmp_path, monkeypatch):
         raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
 
     monkeypatch.setattr(urllib.request, "urlopen", offline)
+    monkeypatch.setattr(data, "unreachable", lambda url: None)  # the host answers; the request then fails
     with pytest.raises(DataError, match="data.path=/path/to/mnist.npz") as e:
         data.load_mnist(None, allow_download=True, download_dir=str(tmp_path))
     assert "cannot download" in str(e.value)
@@ -144,6 +145,7 @@ def test_download_checksum_mismatch_leaves_nothing(tmp_path, monkeypatch):
             return False
 
     monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: Response(b"not mnist"))
+    monkeypatch.setattr(data, "unreachable", lambda url: None)
     with pytest.raises(DataError, match="expected"):
         data.download("https://example.invalid/mnist.npz", str(tmp_path / "mnist.npz"), data.MNIST_NPZ_SHA256)
     assert os.listdir(tmp_path) == []
@@ -163,6 +165,7 @@ def test_download_verifies_and_stores(tmp_path, monkeypatch):
             return False
 
     monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: Response(payload))
+    monkeypatch.setattr(data, "unreachable", lambda url: None)
     dest = data.download("https://example.invalid/f", str(tmp_path / "f"), hashlib.sha256(payload).hexdigest())
     assert open(dest, "rb").read() == payload
 
