@@ -152,6 +152,7 @@ def test_each_canned_model_matches_estimator(census, tmp_path, model_type):
     _same_as_estimator(report, model_type)
 
 
+@pytest.mark.slow
 def test_canned_classifiers_learn_the_table_and_resume_from_their_checkpoints(census, tmp_path):
     train, test = census
     wide, deep = build_model_columns()
@@ -238,6 +239,7 @@ def test_tf1_head_factories_take_a_train_op_fn_and_named_heads_suffix_their_metr
             "label/mean/side", "prediction/mean/side", "accuracy_baseline/side"} <= set(metrics)
 
 
+@pytest.mark.slow
 def test_regression_and_multi_label_heads(tmp_path):
     x, _ = _points()
     target = (2 * x[:, :1] - x[:, 1:]).astype(np.float32)
@@ -269,6 +271,7 @@ def test_a_multi_head_trains_two_objectives_and_keys_predictions_by_head(tmp_pat
     assert ("side", "class_ids") in first and ("size", "predictions") in first
 
 
+@pytest.mark.slow
 def test_add_metrics_adds_keras_and_tf1_metrics_to_a_canned_model(census, tmp_path):
     train, test = census
     wide, _ = build_model_columns()
@@ -351,6 +354,7 @@ def test_a_dnn_classifier_trains_from_config_with_columns_read_off_the_table(mak
     assert shapes["dnn/logits/kernel"] == [16, 1]
 
 
+@pytest.mark.slow
 def test_a_dnn_regressor_trains_from_config_on_a_float_label(make_cfg, census, tmp_path):
     from trainer import run
     from trainer.errors import ConfigError
