@@ -570,3 +570,15 @@ def test_a_sweep_needing_a_download_it_cannot_make_fails_once_before_any_job(tmp
     assert "data=mnist: its files are not here and must be downloaded, but " in error_line(proc)
     assert "use data=fashion_mnist" in error_line(proc) and "Launching" not in proc.stdout + proc.stderr
     assert not (tmp_path / "outputs").exists()
+
+
+def test_a_gpu_sweep_on_a_machine_without_one_fails_once_before_any_job(tmp_path):
+    from trainer.session.device import visible_gpus
+
+    if visible_gpus():
+        pytest.skip("this machine has a GPU")
+    proc = train(tmp_path, "-m", *SMALL, "device=gpu", "train.max_steps=2", "optimizer.learning_rate=0.1,0.01")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [error_line(proc)]  # one line: no TensorFlow chatter, no traceback
+    assert error_line(proc).startswith("error: device=gpu: TensorFlow sees no GPU")
+    assert not (tmp_path / "outputs").exists()

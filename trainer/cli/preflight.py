@@ -256,6 +256,22 @@ def checked_run_config(hydra_app, argv: List[str]) -> DictConfig:
         return cfg
 
 
+def _check_sweep_resources(composed) -> None:
+    """What every job of a sweep needs and the machine may lack, checked once before the first job:
+    the data's download host, and a GPU for ``device=gpu`` (TensorFlow is imported for that only)."""
+    for data in {json.dumps(OmegaConf.to_container(c.data, resolve=False), sort_keys=True): c.data
+                 for c in composed}.values():
+        check_download(data)
+    gpu = next((c for c in composed if c.device.kind == "gpu"), None)
+    if gpu is not None:  # TensorFlow is imported for this only: a sweep asking for a GPU
+        from trainer.process import import_tensorflow
+
+        import_tensorflow()  # quietly, as the jobs do
+        from trainer.session.device import resolve_device
+
+        resolve_device(gpu.device)
+
+
 def preflight(argv: List[str], config_module: str) -> None:
     """Before ``@hydra.main`` (a sweep, ``hydra.mode=``): compose and validate the overrides of
     every value of a sweep (``-m``), or the one run; exit 2 with one line if they are wrong."""
@@ -279,8 +295,6 @@ def preflight(argv: List[str], config_module: str) -> None:
                 for cfg in composed:
                     _check(cfg)
             if multirun:  # once for the sweep, not in each job after TensorFlow's import
-                for data in {json.dumps(OmegaConf.to_container(c.data, resolve=False), sort_keys=True): c.data
-                             for c in composed}.values():
-                    check_download(data)
+                _check_sweep_resources(composed)
     finally:
         GlobalHydra.instance().clear()
