@@ -582,3 +582,12 @@ def test_a_gpu_sweep_on_a_machine_without_one_fails_once_before_any_job(tmp_path
     assert proc.stderr.strip().splitlines() == [error_line(proc)]  # one line: no TensorFlow chatter, no traceback
     assert error_line(proc).startswith("error: device=gpu: TensorFlow sees no GPU")
     assert not (tmp_path / "outputs").exists()
+
+
+def test_the_slurm_launcher_without_slurm_is_one_line(tmp_path):
+    if shutil.which("srun"):
+        pytest.skip("this machine has SLURM")
+    proc = train(tmp_path, "-m", "hydra/launcher=submitit_slurm", *SMALL, "train.max_steps=2")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [error_line(proc)]
+    assert "hydra/launcher=submitit_slurm: no srun on this machine's PATH" in error_line(proc)

@@ -11,6 +11,7 @@ work exists: a single run's config is composed once, checked, and then run as it
 import contextlib
 import os
 import re
+import shutil
 import json
 from typing import List
 
@@ -256,6 +257,14 @@ def checked_run_config(hydra_app, argv: List[str]) -> DictConfig:
         return cfg
 
 
+def _check_launcher(overrides: List[str]) -> None:
+    """``hydra/launcher=submitit_slurm`` where SLURM's ``srun`` is not on the PATH fails here, in one
+    line, instead of in the launcher's traceback ("Could not detect srun")."""
+    if "hydra/launcher=submitit_slurm" in overrides and not shutil.which("srun"):
+        raise ConfigError("hydra/launcher=submitit_slurm: no srun on this machine's PATH (it is not a SLURM login "
+                          "node); run the command where SLURM is, or use hydra/launcher=submitit_local here")
+
+
 def _check_sweep_resources(composed) -> None:
     """What every job of a sweep needs and the machine may lack, checked once before the first job:
     the data's download host, and a GPU for ``device=gpu`` (TensorFlow is imported for that only)."""
@@ -289,6 +298,7 @@ def preflight(argv: List[str], config_module: str) -> None:
                 raise ConfigError("resume= continues one run, composed from the run dir's saved overrides; run it "
                                   "without -m and hydra.mode= (a sweep's jobs resume by running the sweep again)")
             _check_output_dir(flags, overrides, multirun)
+            _check_launcher(flags)
             variants = sweep_variants(overrides) if multirun else [overrides]
             with initialize_config_module(config_module=config_module, version_base="1.3"):
                 composed = [compose("config", overrides=variant) for variant in variants]
