@@ -26,6 +26,7 @@ from trainer.config.schema import register_configs
 from trainer.errors import exit_now, exit_on_error
 from trainer.interrupts import release_ctrl_c
 from trainer.sweep.job import report_failed_jobs, run_job
+from trainer.tracking import track
 
 register_configs()
 register_resolvers()
@@ -48,7 +49,12 @@ def job_function(cfg) -> float:
             run_cfg, record = cfg, staged_record(hc.runtime.output_dir, hc.output_subdir)
         else:
             run_cfg, record = resumed_config(cfg, cfg.resume, list(hc.overrides.task))
-        result = trainer.run(run_cfg, hc.runtime.output_dir, on_accepted=record)
+        started = time.time()
+        try:
+            result = trainer.run(run_cfg, hc.runtime.output_dir, on_accepted=record)
+        finally:  # a failed or preempted run is recorded too
+            if str(run_cfg.mode) in ("train", "train_and_evaluate"):
+                track(run_cfg.tracking, hc.runtime.output_dir, list(hc.overrides.task), since=started)
         if str(run_cfg.mode) in ("evaluate", "predict", "export"):
             print(json.dumps(result, sort_keys=True), flush=True)  # the record, for scripts reading stdout
         return result.get("objective_value")

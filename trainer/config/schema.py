@@ -346,6 +346,15 @@ class LogConfig:
 
 
 @dataclass
+class TrackingConfig:
+    """Where a run is also recorded (``conf/tracking/``): ``none``, or ``mlflow`` (the mlflow extra)."""
+
+    kind: str = "none"  # none | mlflow
+    uri: str = "sqlite:///mlflow.db"  # MLflow's tracking URI; relative paths from the working dir (artifacts: ./mlruns)
+    experiment: Optional[str] = None  # the MLflow experiment; null: "train" for a run, the sweep dir's name for a job
+
+
+@dataclass
 class Config:
     model: ModelConfig = MISSING
     data: DataConfig = MISSING
@@ -366,6 +375,7 @@ class Config:
     predict: PredictConfig = field(default_factory=PredictConfig)
     export: ExportConfig = field(default_factory=ExportConfig)
     resume: Optional[str] = None  # a run dir: continue it with its saved config plus these overrides
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
 
 
 _registered = False
@@ -384,6 +394,7 @@ def register_configs() -> None:
     cs.store(group="model", name="base_mnist", node=MnistModelConfig)
     cs.store(group="model", name="base_canned", node=CannedModelConfig)
     cs.store(group="data", name="base_data", node=DataConfig)
+    cs.store(group="tracking", name="base_tracking", node=TrackingConfig)
     cs.store(group="optimizer", name="base_sgd", node=SGDConfig)
     cs.store(group="optimizer", name="base_momentum", node=MomentumConfig)
     cs.store(group="optimizer", name="base_adam", node=AdamConfig)

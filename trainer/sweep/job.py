@@ -9,12 +9,14 @@ the whole sweep (status 143 or 130), the job recorded ``preempted``.
 
 import logging
 import os
+import time
 
 from omegaconf import OmegaConf
 
 import trainer
 from trainer.errors import ConfigError, Preempted, describe, fail
 from trainer.records import failure_record, read_json, write_json
+from trainer.tracking import track
 
 log = logging.getLogger("trainer")
 
@@ -63,7 +65,17 @@ def _finished_already(cfg, output_dir: str):
 
 def run_job(cfg, hc, swept=frozenset()) -> float:
     """Run one sweep job; record a failure in its ``metrics.json`` (and return None for it).
-    ``swept``: the keys the sweep varies (its HParams)."""
+    ``swept``: the keys the sweep varies (its HParams). With ``tracking``, the job's record also goes
+    there (experiment: the sweep dir's name)."""
+    started = time.time()
+    try:
+        return _run_job(cfg, hc, swept)
+    finally:
+        track(cfg.tracking, hc.runtime.output_dir, list(hc.overrides.task),
+              experiment=os.path.basename(os.path.abspath(hc.sweep.dir)), since=started)
+
+
+def _run_job(cfg, hc, swept) -> float:
     output_dir = hc.runtime.output_dir
     try:
         check_own_checkpoint_dir(cfg, output_dir)
