@@ -6,6 +6,7 @@ label), ``census/{train,test}.csv`` (``bench.census``'s table) and ``data/{train
 (32x32x3 uint8 images)."""
 
 import os
+import shutil
 
 import numpy as np
 
@@ -166,4 +167,6 @@ def write_fixtures(here: str) -> None:
     _arrays(here)
     _csv(here)
     census([os.path.join(here, "census"), "--rows", "800"])  # as README's `python -m bench.census census/`
+    shutil.copytree(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"),
+                    os.path.join(here, "examples"))  # the examples, as in the repository root
     _tfrecords(here)

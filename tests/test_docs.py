@@ -1,4 +1,4 @@
-"""Every command in README.md and docs/*.md runs as written, on this machine, offline.
+"""Every command in README.md, docs/*.md and examples/README.md runs as written, on this machine, offline.
 
 The commands are read from the documents' ```bash blocks (``train``, ``train-report`` and
 ``train-estimator`` lines, with their continuation lines) and run in document order, in one working
@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.cli, pytest.mark.slow]
 
 ROOT = os.path.dirname(TESTS_DIR)
 DOCUMENTS = ["README.md"] + sorted(os.path.join("docs", n) for n in os.listdir(os.path.join(ROOT, "docs"))
-                                   if n.endswith(".md"))
+                                   if n.endswith(".md")) + ["examples/README.md"]
 COMMANDS = ("train", "train-report", "train-estimator")
 STEPS, MORE_STEPS, TRIALS, EVAL_STEPS = 4, 8, 2, 2
 NOT_RUN = ("(needs other hosts)", "(needs SLURM)")
