@@ -266,7 +266,9 @@ def test_bad_records_are_named_by_file_and_record(make_cfg, records, tmp_path):
         load_data(make_cfg(*tfrecord_cfg(records, "data.features.weight={shape: [], dtype: float32}")))
     with pytest.raises(DataError, match=r"record 0: feature 'id' is a int64_list, the spec \(float32\) reads a float_list"):
         load_data(make_cfg(*tfrecord_cfg(records, "data.features.id={shape: [], dtype: float32}")))
-    with pytest.raises(ConfigError, match=r"data.label_key=label is float32; labels are integer class ids"):
+    # a float32 label is a regressor's number: here the records hold integers, and the spec says which
+    with pytest.raises(DataError, match=r"record 0: feature 'label' is a int64_list, the spec \(float32\) reads a "
+                                        r"float_list; fix data.features.label"):
         load_data(make_cfg(*tfrecord_cfg(records, "data.features.label={shape: [], dtype: float32}")))
     truncated = bad / "cut.tfrecord"
     truncated.write_bytes((bad / "train-00000-of-00002.tfrecord").read_bytes()[:-100])

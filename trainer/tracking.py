@@ -52,7 +52,7 @@ def track(tracking_cfg, run_dir: str, overrides: List[str], experiment: Optional
     if tracking_cfg.kind == "none" or not os.path.isfile(record) or os.path.getmtime(record) < since:
         return
     try:
-        import mlflow  # noqa: F401  (before _quiet: importing it sets its loggers' levels)
+        import mlflow  # noqa: F401  (imported before _quiet: importing it sets its loggers' levels)
 
         with _quiet("mlflow", "alembic"):  # their INFO lines (database set-up) stay off the console
             _to_mlflow(tracking_cfg, run_dir, overrides, tracking_cfg.experiment or experiment or "train")

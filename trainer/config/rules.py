@@ -247,8 +247,7 @@ def validate(cfg) -> None:
     if cfg.mode == "train_and_evaluate" and not cfg.eval.every_steps:
         raise ConfigError("mode=train_and_evaluate: eval.every_steps is not set; e.g. eval.every_steps=1000")
     _positive("train.max_steps", cfg.train.max_steps, allow_none=True)
-    if "tracking" in cfg:
-        check_tracking(cfg.tracking)
+    check_tracking(cfg.tracking)
     if cfg.train.max_steps is None and cfg.data.name != "input_fn" and cfg.mode in ("train", "train_and_evaluate"):
         raise ConfigError(f"train.max_steps=null trains until the input ends, but data={cfg.data.name} repeats for "
                           "ever; set train.max_steps=N")

@@ -351,6 +351,26 @@ def _csv_from_memory(lines: np.ndarray, examples: Callable, batch_size: int, see
                     lambda step=0: {lines_ph: lines, skip: step // replicas[0]})
 
 
+def _examples(source: FileSource, pack_key: Optional[str], ignored) -> Callable:
+    """A batch of records -> (features, labels): parsed, labels as class ids (or a regressor's
+    numbers), the ignored features dropped, and (``pack_key``) the rest packed into one tensor."""
+    unknown = set(ignored) - set(source.inputs)
+    if unknown:
+        raise ConfigError(f"data.ignore: {sorted(unknown)} are not features (there are {', '.join(source.inputs)})")
+    parse, packed = _parser(source), _packable(source, ignored) if pack_key else None
+
+    @_traced_as_is
+    def examples(records):
+        parsed = parse(records)
+        label = _class_id(source, parsed.pop(source.label_key))
+        for name in ignored:
+            parsed.pop(name, None)
+        features = {pack_key: _packed(packed, parsed)} if pack_key else parsed
+        return features, label
+
+    return examples
+
+
 def make_file_pipeline(source: FileSource, batch_size: int, train: bool, pack_key: Optional[str],
                        seed: Optional[int] = None, replicas=(1, 0), ignored=()) -> Pipeline:
     """A pipeline over a TFRecord or CSV source (``trainer.data.files``), streamed from its files.
@@ -362,21 +382,8 @@ def make_file_pipeline(source: FileSource, batch_size: int, train: bool, pack_ke
     or (``pack_key``, the built-in models) one float32 tensor under ``pack_key``.
     """
     seed = seed_or_random(seed)
-    parse, read = _parser(source), _read_file(source)
-    unknown = set(ignored) - set(source.inputs)
-    if unknown:
-        raise ConfigError(f"data.ignore: {sorted(unknown)} are not features (there are {', '.join(source.inputs)})")
-    packed = _packable(source, ignored) if pack_key else None
-
-    @_traced_as_is
-    def examples(records):
-        parsed = parse(records)
-        label = _class_id(source, parsed.pop(source.label_key))
-        for name in ignored:
-            parsed.pop(name, None)
-        features = {pack_key: _packed(packed, parsed)} if pack_key else parsed
-        return features, label
-
+    read = _read_file(source)
+    examples = _examples(source, pack_key, ignored)
     lines = _csv_lines_in_memory(source) if train else None
     if lines is not None:
         source.check_training_records(replicas)
