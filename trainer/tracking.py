@@ -52,10 +52,10 @@ def track(tracking_cfg, run_dir: str, overrides: List[str], experiment: Optional
     if tracking_cfg.kind == "none" or not os.path.isfile(record) or os.path.getmtime(record) < since:
         return
     try:
-        import mlflow  # noqa: F401  (imported before _quiet: importing it sets its loggers' levels)
+        import mlflow  # before _quiet: importing it sets its loggers' levels
 
         with _quiet("mlflow", "alembic"):  # their INFO lines (database set-up) stay off the console
-            _to_mlflow(tracking_cfg, run_dir, overrides, tracking_cfg.experiment or experiment or "train")
+            _to_mlflow(mlflow, tracking_cfg, run_dir, overrides, tracking_cfg.experiment or experiment or "train")
     except Exception as e:  # a record the run dir keeps must never fail the run that made it
         log.warning("tracking=mlflow: could not record %s (%s: %s); the next run of the command sends it", run_dir,
                     type(e).__name__, e)
@@ -75,8 +75,7 @@ def _quiet(*names):
             logger.setLevel(level)
 
 
-def _to_mlflow(tracking_cfg, run_dir: str, overrides: List[str], experiment: str) -> None:
-    import mlflow
+def _to_mlflow(mlflow, tracking_cfg, run_dir: str, overrides: List[str], experiment: str) -> None:
     from mlflow.entities import Metric, Param
 
     client = mlflow.tracking.MlflowClient(tracking_cfg.uri)
