@@ -24,6 +24,9 @@ COLUMN_LISTS = ("feature_columns", "linear_feature_columns", "dnn_feature_column
 
 def model_fn(features, labels, mode, params):
     head = _head(params, labels)
+    vocabulary = params.get("label_vocabulary") if params.get("head") != "regressor" else None
+    if vocabulary and labels is not None and labels.dtype.is_integer:
+        labels = tf.gather(tf.constant(list(vocabulary)), labels)  # the data's class ids as the names the head reads
     logits = _logits(features, mode, params, head.logits_dimension)
     if mode != ModeKeys.TRAIN:
         return head.create_estimator_spec(features, mode, logits, labels)
@@ -44,7 +47,10 @@ def _head(params, labels):
     if classes < 2:
         raise ConfigError(f"model.params.num_classes={classes}: a classifier needs 2 or more classes (float32 labels "
                           f"are numbers: use a regressor, e.g. model=dnn_regressor)")
-    return BinaryClassHead(weight) if classes == 2 else MultiClassHead(classes, weight)
+    vocabulary = list(params["label_vocabulary"]) if params.get("label_vocabulary") else None
+    if classes == 2:
+        return BinaryClassHead(weight, label_vocabulary=vocabulary)
+    return MultiClassHead(classes, weight, label_vocabulary=vocabulary)
 
 
 def _logits(features, mode, params, units: int):

@@ -387,6 +387,12 @@ def test_the_census_wide_and_deep_model_trains_from_yaml_alone(census, tmp_path)
     names = dict(tf.train.list_variables(str(tmp_path / "run" / "checkpoints")))
     assert names["linear/linear_model/age_bucketized_X_education_X_occupation/weights"] == [1000, 1]
     assert "dnn/hiddenlayer_3/kernel" in names
+    predicted = subprocess.run([TRAIN, "resume=run", "mode=predict"], capture_output=True, text=True, timeout=300,
+                               cwd=str(tmp_path))
+    assert predicted.returncode == 0, predicted.stderr[-2000:]
+    with np.load(json.loads(predicted.stdout.strip().splitlines()[-1])["predictions"], allow_pickle=True) as f:
+        assert f["all_classes"][0].tolist() == [b"<=50K", b">50K"]  # the CSV's label names, as Estimator's
+        assert set(f["classes"].ravel().tolist()) <= {b"<=50K", b">50K"} and len(f["classes"]) == 1000
 
 
 def test_a_bad_column_spec_is_one_line_naming_the_entry_and_the_fix(make_cfg, census, tmp_path):

@@ -117,6 +117,7 @@ class CannedParams:
     head: str = "classifier"  # classifier (class-id labels) | regressor (float32 labels: mean squared error)
     num_classes: Optional[int] = None  # null: the data's number of classes
     weight_column: Optional[str] = None  # a feature weighting each example's loss and metrics
+    label_vocabulary: Optional[List[str]] = None  # the classes' names (predicted "classes"); null: the data's
     hidden_units: List[int] = field(default_factory=lambda: [100, 50])
     feature_columns: Optional[List[Any]] = None  # dnn, linear; null: read off the table
     linear_feature_columns: Optional[List[Any]] = None  # dnn_linear_combined's wide part; null: the table's
