@@ -254,6 +254,13 @@ def test_optuna_sweeper_runs_three_trials(tmp_path):
     results = (tmp_path / "sweep" / "optimization_results.yaml").read_text()
     best = max(m["objective_value"] for m in found.values())
     assert f"best_value: {best}" in results
+    # Optuna's sweeper writes no multirun.yaml: the command recorded its params for the job names
+    # (the swept values first and in full) and the HParams (those keys only).
+    swept = ["optimizer", "optimizer.learning_rate", "train.batch_size"]
+    assert (tmp_path / "sweep" / ".swept_keys").read_text().split() == swept
+    for name in found:
+        assert name.startswith("optimizer-") and "+learning_rate-" in name.split("--")[0]
+        assert sorted(job_hparams(tmp_path / "sweep" / name)) == swept
 
 
 def test_train_report_rebuilds_a_summary(tmp_path):

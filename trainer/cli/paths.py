@@ -174,9 +174,25 @@ def swept_keys(sweep_dir: str) -> frozenset:
     ``params``. Empty when there is none to read."""
     path = os.path.join(sweep_dir, "multirun.yaml")
     try:
-        return _swept_keys(path, os.stat(path).st_mtime_ns)
+        keys = _swept_keys(path, os.stat(path).st_mtime_ns)
     except OSError:
-        return frozenset()
+        keys = frozenset()
+    try:  # a sweeper that writes no multirun.yaml (Optuna's): the keys the command recorded before it began
+        with open(os.path.join(sweep_dir, SWEPT_RECORD)) as f:
+            return keys | frozenset(line.strip() for line in f if line.strip())
+    except OSError:
+        return keys
+
+
+SWEPT_RECORD = ".swept_keys"
+
+
+def record_swept_keys(sweep_dir: str, keys) -> None:
+    """Write the keys a sweeper varies (its ``params``) into ``sweep_dir`` before the first job, one a
+    line, for :func:`swept_keys`: Optuna's sweeper writes no ``multirun.yaml`` to read them from."""
+    os.makedirs(sweep_dir, exist_ok=True)
+    with open(os.path.join(sweep_dir, SWEPT_RECORD), "w") as f:
+        f.write("".join(f"{key}\n" for key in sorted(keys)))
 
 
 @functools.lru_cache(maxsize=8)

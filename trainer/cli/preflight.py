@@ -22,7 +22,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 
-from trainer.cli.paths import override_key
+from trainer.cli.paths import override_key, record_swept_keys
 from trainer.cli.resume import check_resumable, resume_overrides
 from trainer.config.rules import check_writable_dir, validate
 from trainer.data.sources import check_download
@@ -265,6 +265,16 @@ def _check_launcher(overrides: List[str]) -> None:
                           "node); run the command where SLURM is, or use hydra/launcher=submitit_local here")
 
 
+def _record_sweeper_params(config_module: str, flags: List[str]) -> None:
+    """The keys a sweeper with ``params`` (Optuna's) varies, recorded in its sweep dir for the jobs'
+    dir names and HParams (``trainer.cli.paths.swept_keys``)."""
+    with initialize_config_module(config_module=config_module, version_base="1.3"):
+        hydra_cfg = compose("config", overrides=flags, return_hydra_config=True).hydra
+    params = OmegaConf.select(hydra_cfg, "sweeper.params")
+    if params:
+        record_swept_keys(str(hydra_cfg.sweep.dir), [str(key) for key in params])
+
+
 def _check_sweep_resources(composed) -> None:
     """What every job of a sweep needs and the machine may lack, checked once before the first job:
     the data's download host, and a GPU for ``device=gpu`` (TensorFlow is imported for that only)."""
@@ -306,5 +316,6 @@ def preflight(argv: List[str], config_module: str) -> None:
                     _check(cfg)
             if multirun:  # once for the sweep, not in each job after TensorFlow's import
                 _check_sweep_resources(composed)
+                _record_sweeper_params(config_module, flags)
     finally:
         GlobalHydra.instance().clear()

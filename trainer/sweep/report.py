@@ -96,8 +96,9 @@ def _fmt(value) -> str:
 
 
 def is_sweep(folder: str) -> bool:
-    """A dir Hydra ran a sweep in (its ``multirun.yaml``), rather than a dir of single runs (``outputs``)."""
-    return os.path.isfile(os.path.join(folder, "multirun.yaml"))
+    """A dir Hydra ran a sweep in (its ``multirun.yaml``; Optuna's sweeper writes none, but the command
+    records its swept keys in ``.swept_keys``), rather than a dir of single runs (``outputs``)."""
+    return any(os.path.isfile(os.path.join(folder, name)) for name in ("multirun.yaml", ".swept_keys"))
 
 
 def summary_markdown(folder: str, rows: List[Dict]) -> str:
@@ -140,7 +141,7 @@ def _atomic(path: str, **kwargs):
 
 def _plot(sweep_dir: str, rows: List[Dict]) -> Optional[str]:
     """``summary.png``: the objective against each swept parameter (numbers on a numeric axis, a log
-    axis where they span two decades or more), then each job's eval curve; one colour per job in
+    axis where they span a decade or more), then each job's eval curve; one colour per job in
     every panel, the best job starred, the legend beside the panels."""
     try:
         import matplotlib
@@ -156,7 +157,7 @@ def _plot(sweep_dir: str, rows: List[Dict]) -> Optional[str]:
     colours = {r["job"]: plt.get_cmap("tab10" if len(rows) <= 10 else "tab20")(i % 20) for i, r in enumerate(rows)}
     best = _best(done, objective)
     panels = max(1, len(params)) + 1
-    legend = min(4.5, 0.7 + 0.062 * max((len(_label(r, params, best)) for r in rows), default=0))  # inches
+    legend = min(4.5, 0.5 + 0.045 * max((len(_label(r, params, best)) for r in rows), default=0))  # inches
     fig, axes = plt.subplots(1, panels, figsize=(3.6 * panels + legend, 3.4), squeeze=False)
     for ax, param in zip(axes[0], params or ["job"]):
         _param_panel(ax, param, done, objective, colours, best)
@@ -181,8 +182,11 @@ def _param_panel(ax, param: str, done: List[Dict], objective: str, colours: Dict
     numeric = bool(values) and all(n is not None for n in numbers)
     if numeric:
         xs = numbers
-        if min(xs) > 0 and max(xs) / min(xs) >= 100:
+        if min(xs) > 0 and max(xs) / min(xs) >= 10:
+            from matplotlib.ticker import NullFormatter
+
             ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())  # decades only: minor labels overlap
     else:
         labels = sorted({str(v) for v in values})
         xs = [labels.index(str(v)) + (i % 3 - 1) * 0.06 for i, v in enumerate(values)]  # side by side, not on top
