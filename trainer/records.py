@@ -86,12 +86,15 @@ class MetricsLog:
             try:
                 with open(self.path, "a") as f:
                     f.write(json.dumps(json_safe(row), allow_nan=False) + "\n")
-                self._write_csv(json_safe(row))
             except OSError as e:
                 raise unwritable(self.path, e) from None
+            path = os.path.splitext(self.path)[0] + ".csv"
+            try:
+                self._write_csv(path, json_safe(row))
+            except OSError as e:
+                raise unwritable(path, e) from None
 
-    def _write_csv(self, row: Dict) -> None:
-        path = os.path.splitext(self.path)[0] + ".csv"
+    def _write_csv(self, path: str, row: Dict) -> None:
         if self._header is None and os.path.exists(path):
             with open(path, newline="") as f:
                 self._header = next(csv.reader(f), None)
@@ -104,11 +107,16 @@ class MetricsLog:
         keys = {key for r in rows for key in r} - {"kind", "step", "time"}
         self._header = ["kind", "step", "time", *sorted(keys)]
         temporary = f"{path}.{os.getpid()}.tmp"
-        with open(temporary, "w", newline="") as f:
-            writer = csv.DictWriter(f, self._header)
-            writer.writeheader()
-            writer.writerows(rows)
-        os.replace(temporary, path)
+        try:
+            with open(temporary, "w", newline="") as f:
+                writer = csv.DictWriter(f, self._header)
+                writer.writeheader()
+                writer.writerows(rows)
+            os.replace(temporary, path)
+        except OSError:
+            if os.path.exists(temporary):
+                os.remove(temporary)
+            raise
 
 
 def failure_record(cfg, error: str, **fields) -> Dict:
