@@ -265,11 +265,12 @@ def _check_launcher(overrides: List[str]) -> None:
                           "node); run the command where SLURM is, or use hydra/launcher=submitit_local here")
 
 
-def _record_sweeper_params(config_module: str, flags: List[str]) -> None:
+def _record_sweeper_params(config_module: str, one_job: List[str]) -> None:
     """The keys a sweeper with ``params`` (Optuna's) varies, recorded in its sweep dir for the jobs'
-    dir names and HParams (``trainer.cli.paths.swept_keys``)."""
+    dir names and HParams (``trainer.cli.paths.swept_keys``). ``one_job``: the overrides of one job
+    with Hydra's own."""
     with initialize_config_module(config_module=config_module, version_base="1.3"):
-        hydra_cfg = compose("config", overrides=flags, return_hydra_config=True).hydra
+        hydra_cfg = compose("config", overrides=one_job, return_hydra_config=True).hydra
     params = OmegaConf.select(hydra_cfg, "sweeper.params")
     if params:
         record_swept_keys(str(hydra_cfg.sweep.dir), [str(key) for key in params])
@@ -316,6 +317,7 @@ def preflight(argv: List[str], config_module: str) -> None:
                     _check(cfg)
             if multirun:  # once for the sweep, not in each job after TensorFlow's import
                 _check_sweep_resources(composed)
-                _record_sweeper_params(config_module, flags)
+                hydra_flags = [a for a in flags if a not in overrides]  # hydra.*, hydra/...: no sweep values
+                _record_sweeper_params(config_module, variants[0] + hydra_flags)
     finally:
         GlobalHydra.instance().clear()
