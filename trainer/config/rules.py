@@ -233,6 +233,23 @@ def _check_keys(cfg) -> None:
             _unknown_keys(cfg._get_node(group), str(group))
 
 
+def _check_checkpoint_cadence(cfg) -> None:
+    """``checkpoint.every_steps``/``every_secs`` (one of them), ``keep`` and ``restore_step``."""
+    _positive("checkpoint.every_steps", cfg.checkpoint.every_steps, allow_none=True, allow_zero=True)
+    _positive("checkpoint.every_secs", cfg.checkpoint.every_secs, allow_none=True, allow_zero=True)
+    if cfg.checkpoint.every_steps and cfg.checkpoint.every_secs:
+        raise ConfigError(
+            f"checkpoint.every_steps={cfg.checkpoint.every_steps} and checkpoint.every_secs={cfg.checkpoint.every_secs}: "
+            "set only one (e.g. checkpoint.every_steps=null to save by time)"
+        )
+    _positive("checkpoint.keep", cfg.checkpoint.keep, allow_zero=True)
+    _positive("checkpoint.restore_step", cfg.checkpoint.restore_step, allow_none=True, allow_zero=True)
+    restore, max_steps = cfg.checkpoint.restore_step, cfg.train.max_steps
+    if restore is not None and max_steps is not None and restore > max_steps:
+        raise ConfigError(f"checkpoint.restore_step={restore} is beyond train.max_steps={max_steps}: the run would "
+                          "end above its target; restore a step <= train.max_steps, or raise train.max_steps")
+
+
 def validate(cfg) -> None:
     """Raise ConfigError for the first rule ``cfg`` breaks."""
     _check_keys(cfg)
@@ -256,19 +273,7 @@ def validate(cfg) -> None:
     _positive("train.batch_size", cfg.train.batch_size)
     if cfg.train.seed is not None and cfg.train.seed < 0:
         raise ConfigError(f"train.seed={cfg.train.seed}: must be >= 0, or null for a random seed")
-    _positive("checkpoint.every_steps", cfg.checkpoint.every_steps, allow_none=True, allow_zero=True)
-    _positive("checkpoint.every_secs", cfg.checkpoint.every_secs, allow_none=True, allow_zero=True)
-    if cfg.checkpoint.every_steps and cfg.checkpoint.every_secs:
-        raise ConfigError(
-            f"checkpoint.every_steps={cfg.checkpoint.every_steps} and checkpoint.every_secs={cfg.checkpoint.every_secs}: "
-            "set only one (e.g. checkpoint.every_steps=null to save by time)"
-        )
-    _positive("checkpoint.keep", cfg.checkpoint.keep, allow_zero=True)
-    _positive("checkpoint.restore_step", cfg.checkpoint.restore_step, allow_none=True, allow_zero=True)
-    restore, max_steps = cfg.checkpoint.restore_step, cfg.train.max_steps
-    if restore is not None and max_steps is not None and restore > max_steps:
-        raise ConfigError(f"checkpoint.restore_step={restore} is beyond train.max_steps={max_steps}: the run would "
-                          "end above its target; restore a step <= train.max_steps, or raise train.max_steps")
+    _check_checkpoint_cadence(cfg)
     _positive("summary.every_steps", cfg.summary.every_steps, allow_none=True, allow_zero=True)
     _positive("eval.every_steps", cfg.eval.every_steps, allow_none=True, allow_zero=True)
     _positive("eval.batch_size", cfg.eval.batch_size)
