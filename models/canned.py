@@ -14,7 +14,9 @@ import tensorflow as tf
 
 from trainer.estimator import BinaryClassHead, EstimatorSpec, ModeKeys, MultiClassHead, RegressionHead
 from trainer.estimator.canned.columns import build_columns
-from trainer.estimator.canned.logits import baseline_logits, dnn_logits, linear_logits
+from trainer.estimator.canned.baseline import baseline_logits
+from trainer.estimator.canned.dnn import dnn_logits
+from trainer.estimator.canned.linear import linear_logits
 from trainer.errors import ConfigError
 
 ACTIVATIONS = {"relu": tf.nn.relu, "elu": tf.nn.elu, "tanh": tf.nn.tanh, "sigmoid": tf.nn.sigmoid,

@@ -152,3 +152,13 @@ def hydra_run(app, cfg, task_function):
                   configure_logging=True)
     callbacks.on_run_end(config=cfg, config_name="config", job_return=ret)
     return ret.return_value
+
+
+def saved_name_and_shape(variable):
+    """The name and shape a Saver writes ``variable`` under: a part of a partitioned variable (TF 1.x's
+    canned models under a ps partitioner, one part even without ps tasks) is saved as its whole, under
+    the full name and shape of its ``_save_slice_info`` (private), not under its op name."""
+    info = getattr(variable, "_save_slice_info", None)
+    if info is not None:
+        return info.full_name, list(info.full_shape)
+    return variable.op.name, variable.shape.as_list()

@@ -7,6 +7,7 @@ from typing import Dict, List
 
 import tensorflow as tf
 
+from trainer.compat import saved_name_and_shape
 from trainer.errors import CheckpointError
 from trainer.records import read_json, write_json
 
@@ -16,8 +17,12 @@ MANIFEST = "manifest.json"
 
 
 def graph_variables(graph) -> Dict[str, List]:
+    found = {}
     with graph.as_default():
-        return {v.op.name: [v.shape.as_list(), v.dtype.base_dtype.name] for v in tf.compat.v1.global_variables()}
+        for v in tf.compat.v1.global_variables():
+            name, shape = saved_name_and_shape(v)
+            found[name] = [shape, v.dtype.base_dtype.name]
+    return found
 
 
 # Variables that hooks of tf.estimator made in the checkpoints they saved, not the model's: a model_dir

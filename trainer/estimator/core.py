@@ -16,6 +16,7 @@ import time
 from typing import Callable, Dict, Iterable, List, Optional
 
 from trainer.config.targets import declared_args
+import trainer as _runner  # bound now: a program's own package may take the name (estimator.shadow)
 from trainer.estimator import registry
 from trainer.estimator.record import write_record
 from trainer.estimator.run_config import RunConfig
@@ -135,9 +136,7 @@ class Estimator:
             write_record(self._model_dir, made, {"model.fn": self._model_fn, "data.train_fn": input_fn},
                          self._call_params())
 
-        import trainer
-
-        trainer.run(compose(made), self._model_dir, on_accepted=record)
+        _runner.run(compose(made), self._model_dir, on_accepted=record)
         return self
 
     def evaluate(self, input_fn: Callable, steps: Optional[int] = None, hooks: Optional[Iterable] = None,
@@ -150,7 +149,7 @@ class Estimator:
         result = self._run(overrides, ModeKeys.EVAL, hooks)
         values = dict(result["metrics"], global_step=result["global_step"])
         _write_summaries(self.eval_dir(name), values)
-        return values
+        return _as_numpy(values)
 
     def predict(self, input_fn: Callable, predict_keys: Optional[List[str]] = None, hooks: Optional[Iterable] = None,
                 checkpoint_path: Optional[str] = None, yield_single_examples: bool = True):
@@ -238,9 +237,7 @@ class Estimator:
         return compose(self._overrides(overrides, mode, hooks))
 
     def _run(self, overrides: List[str], mode: str, hooks: Optional[Iterable]) -> Dict:
-        import trainer
-
-        return trainer.run(self._cfg(overrides, mode, hooks), self._model_dir)
+        return _runner.run(self._cfg(overrides, mode, hooks), self._model_dir)
 
 
 def compose(overrides: List[str]):
@@ -272,6 +269,16 @@ def _returning(obj):
         return obj
 
     return make
+
+
+def _as_numpy(values: Dict) -> Dict:
+    """Estimator's types: each metric a NumPy float32 (or the value itself where it is not a float), the
+    global step a NumPy int64."""
+    import numpy as np
+
+    out = {k: np.float32(v) if isinstance(v, float) else v for k, v in values.items()}
+    out["global_step"] = np.int64(values["global_step"])
+    return out
 
 
 def _keys(batch: Dict, predict_keys: Optional[List[str]]) -> List[str]:

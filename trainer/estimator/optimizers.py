@@ -76,3 +76,20 @@ def minimize(opt, loss, var_list, advance_step: bool = True):
     if advance_step:
         opt.iterations = global_step
     return opt.get_updates(loss, var_list)[0]
+
+
+def _tf1_classes():
+    train = tf.compat.v1.train
+    return {"Adagrad": train.AdagradOptimizer, "Adam": train.AdamOptimizer, "Ftrl": train.FtrlOptimizer,
+            "RMSProp": train.RMSPropOptimizer, "SGD": train.GradientDescentOptimizer}
+
+
+def get_optimizer_v1(opt, learning_rate: float):
+    """The optimizer of a v1 canned model (TF 1.x's ``get_optimizer_instance``): a name is TF1's class at
+    ``learning_rate``; an instance or a callable returning one is taken as :func:`get_optimizer` takes it."""
+    if isinstance(opt, str):
+        if opt not in NAMES:
+            raise ValueError(f"optimizer {opt!r} is not one of {', '.join(NAMES)}; give one of those names, "
+                             f"an optimizer instance, or a function returning one")
+        return _tf1_classes()[opt](learning_rate=learning_rate)
+    return get_optimizer(opt)
