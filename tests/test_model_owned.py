@@ -53,7 +53,7 @@ def test_init_from_checkpoint_in_the_model_fn(make_cfg, tmp_path):
 
 
 def test_an_objective_the_model_lacks_fails_before_training(make_cfg, tmp_path):
-    with pytest.raises(ConfigError, match=r"eval.objective=auc: .*\['eval_accuracy', 'eval_loss'\]"):
+    with pytest.raises(ConfigError, match=r"eval.objective=auc: .*\['eval_accuracy', 'eval_loss', 'loss'\]"):
         execute(make_cfg(*LARGE, "eval.objective=auc"), str(tmp_path))
     assert not (tmp_path / "checkpoints").exists() and not (tmp_path / "metrics.json").exists()
 

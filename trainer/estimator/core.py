@@ -49,7 +49,7 @@ class Estimator:
         self._config.overrides()  # a field the runner cannot honour fails here, at construction
         self._model_fn = model_fn
         self._takes = declared_args(model_fn, "model_fn", _name(model_fn), MODEL_FN_ARGS, required=("features",))
-        self._params = dict(params or {})
+        self._params = params if params is not None and not isinstance(params, dict) else dict(params or {})
         self._warm_start_from = warm_start_from
 
     # --- properties --------------------------------------------------------------------------
@@ -63,7 +63,7 @@ class Estimator:
         return self._config
 
     @property
-    def params(self) -> Dict:
+    def params(self):
         return copy.deepcopy(self._params)
 
     @property

@@ -53,7 +53,7 @@ def describe(obj: Any) -> str:
 def _yaml_value(value: Any) -> Optional[str]:
     """``value`` as a Hydra override value, or None when it is not plain data."""
     if isinstance(value, bool) or value is None or isinstance(value, (int, float, str)):
-        return json.dumps(value)
+        return json.dumps(value, ensure_ascii=False)
     if isinstance(value, (list, tuple)):
         items = [_yaml_value(v) for v in value]
         return None if None in items else "[" + ",".join(items) + "]"
@@ -63,6 +63,28 @@ def _yaml_value(value: Any) -> Optional[str]:
         items = {k: _yaml_value(v) for k, v in value.items()}
         return None if None in items.values() else "{" + ",".join(f"{k}:{v}" for k, v in items.items()) + "}"
     return None
+
+
+def _round_trips(value: str, params: Dict) -> bool:
+    """Whether ``+model.params=value``, read back as ``train resume=`` reads it (Hydra's override parser,
+    then OmegaConf resolving interpolations), gives ``params`` exactly: a string holding ``${...}``, a
+    backslash, a newline or a NaN would not, and is then asked for by key rather than changed."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_override(f"+model.params={value}").value()
+        back = OmegaConf.to_container(OmegaConf.create({"p": parsed}), resolve=True)["p"]
+    except Exception:  # any failure to read it back means it would not come back as it was
+        return False
+    return _same(back, params)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(b, dict):
+        return isinstance(a, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in b)
+    if isinstance(b, (list, tuple)):
+        return isinstance(a, list) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
 
 
 def write_record(model_dir: str, overrides: List[str], callables: Dict[str, Any], params: Dict) -> None:
@@ -81,7 +103,9 @@ def write_record(model_dir: str, overrides: List[str], callables: Dict[str, Any]
                 continue
             o = f"{key}={name}"
         kept.append(o)
-    value = _yaml_value(dict(params))
+    value = _yaml_value(params) if isinstance(params, dict) else None
+    if value is not None and not _round_trips(value, params):
+        value = None  # asked for by key instead of handed back changed
     if value is None:
         needs["model.params"] = "the Estimator's params (values that are not plain data)"
     elif params:

@@ -14,6 +14,17 @@ from trainer.estimator.run_config import RunConfig as _RunConfig
 from trainer.model.spec import EstimatorSpec, ModeKeys
 
 
+class InputPipelineConfig:
+    """How a TPU program's input_fn was deployed (``TPUConfig(per_host_input_for_training=...)``); off a TPU
+    every value means the one input_fn of this process."""
+
+    PER_SHARD_V1 = 1
+    PER_HOST_V1 = 2
+    PER_HOST_V2 = 3
+    BROADCAST = 4
+    SLICED = 5
+
+
 class TPUConfig(NamedTuple):
     iterations_per_loop: int = 2
     num_shards: Optional[int] = None

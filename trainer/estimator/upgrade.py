@@ -12,6 +12,8 @@ the second pass rewrote a name), which the launcher reads to choose TF 1.x behav
 """
 
 import ast
+import contextlib
+import io
 import importlib.abc
 import importlib.machinery
 import os
@@ -124,7 +126,8 @@ def _aliases(tree) -> Dict[str, str]:
 
 def convert(source: str, filename: str) -> Converted:
     """``source`` upgraded and compiled (the original's line numbers kept)."""
-    ok, text, logs, errors = _upgrader().update_string_pasta(source, filename)
+    with contextlib.redirect_stdout(io.StringIO()):  # the upgrader prints each change
+        ok, text, logs, errors = _upgrader().update_string_pasta(source, filename)
     if not ok:  # the upgrader could not parse it: compile the original, whose error then shows
         return Converted(compile(source, filename, "exec"), False, [])
     tree = ast.parse(text, filename)

@@ -262,8 +262,9 @@ def _metrics(eval_spec, eval_input, local_device=None):
     """The model's eval_metric_ops, the mean loss, and a count of the examples read."""
     with _device(local_device), tf1.name_scope("eval_metrics"):
         metric_ops = metric_pairs(eval_spec.eval_metric_ops)
-        if eval_spec.loss is not None and not {"loss", "eval_loss"} & set(metric_ops):
-            # The mean batch loss, as Estimator reported it; never in place of a model's own loss metric.
+        if eval_spec.loss is not None and "loss" not in metric_ops:
+            # The mean batch loss, as Estimator reported it (beside an "eval_loss" of the model's, as BERT's
+            # metric_fn gives); never in place of a model's own "loss" metric.
             metric_ops["loss"] = tf1.metrics.mean(eval_spec.loss)
         examples = tf1.Variable(0, dtype=tf.int64, trainable=False, name="examples",
                                 collections=[tf1.GraphKeys.LOCAL_VARIABLES, tf1.GraphKeys.METRIC_VARIABLES])

@@ -92,7 +92,8 @@ def chief_record(run, start_step: int, metrics, stats, preemption, final_step: i
         raise TrainingError(f"eval.objective={objective}: no evaluation recorded it; metrics.jsonl has {sorted(evals)}")
     _check_finite(record["loss"], evals, int(final_step))
     record.update(status="finished", objective=objective, objective_value=evals[objective])
-    record.update({eval_key(k): v for k, v in evals.items()})
+    # A model's own eval_loss keeps its key; the runner's mean loss beside it is the Estimator API's "loss".
+    record.update({eval_key(k): v for k, v in evals.items() if not (k == "loss" and "eval_loss" in evals)})
     return record
 
 
