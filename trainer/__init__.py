@@ -14,7 +14,10 @@ tests all call it. The package reads top to bottom::
     model/        the model_fn, the graph per mode, the train op, the Scaffold, warm start
     data/         sources (no TensorFlow) and tf.data pipelines
     config/       schemas, cross-field rules, user code by dotted path or _target_
-    records.py, estimator.py, errors.py, interrupts.py
+    estimator/    tf.estimator's API on run(): Estimator, RunConfig, train_and_evaluate, the heads, the
+                  canned families (v2 and v1), TPUEstimator, train-estimator and TF 1.x conversion
+    records.py, errors.py, interrupts.py, process.py (every process-wide effect), compat.py
+    (TensorFlow's and Hydra's private internals), tracking.py (MLflow)
 
 Importing this package sets one variable, ``TF_USE_LEGACY_KERAS=1`` (unless set), which TensorFlow
 must see before it is imported: ``tf.compat.v1.layers`` raises under Keras 3; with tf-keras installed

@@ -136,7 +136,9 @@ class Estimator:
             write_record(self._model_dir, made, {"model.fn": self._model_fn, "data.train_fn": input_fn},
                          self._call_params())
 
-        _runner.run(compose(made), self._model_dir, on_accepted=record)
+        result = _runner.run(compose(made), self._model_dir, on_accepted=record)
+        if isinstance(result, dict) and result.get("loss") is not None:  # Estimator's closing line of a train()
+            _tf_log("Loss for final step: %s.", result["loss"])
         return self
 
     def evaluate(self, input_fn: Callable, steps: Optional[int] = None, hooks: Optional[Iterable] = None,
@@ -149,7 +151,10 @@ class Estimator:
         result = self._run(overrides, ModeKeys.EVAL, hooks)
         values = dict(result["metrics"], global_step=result["global_step"])
         _write_summaries(self.eval_dir(name), values)
-        return _as_numpy(values)
+        values = _as_numpy(values)
+        _tf_log("Saving dict for global step %d: %s", values["global_step"],
+                ", ".join(f"{k} = {v}" for k, v in sorted(values.items())))
+        return values
 
     def predict(self, input_fn: Callable, predict_keys: Optional[List[str]] = None, hooks: Optional[Iterable] = None,
                 checkpoint_path: Optional[str] = None, yield_single_examples: bool = True):
@@ -269,6 +274,13 @@ def _returning(obj):
         return obj
 
     return make
+
+
+def _tf_log(message: str, *args) -> None:
+    """A line of Estimator's console output, through TensorFlow's logger (the program's own verbosity)."""
+    import tensorflow as tf
+
+    tf.compat.v1.logging.info(message, *args)
 
 
 def _as_numpy(values: Dict) -> Dict:
