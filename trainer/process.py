@@ -327,12 +327,12 @@ def import_tensorflow(verbose: bool = False):
             with quiet_stderr(not verbose):
                 import tensorflow  # noqa: F401
             _import_secs["tensorflow"] = time.time() - started
+        while _after_tensorflow:  # still start-up: the collector stays off for it too
+            _after_tensorflow.pop(0)()
     finally:
         _release_collector()  # also when the command held it and something else imported TensorFlow first
     import tensorflow as tf
 
-    while _after_tensorflow:
-        _after_tensorflow.pop(0)()
     route_tensorflow_log(verbose)
     if not verbose:
         warnings.filterwarnings("ignore", message=r".*is deprecated and will be removed", category=UserWarning)
