@@ -274,6 +274,10 @@ def test_a_script_that_trains_at_import_and_a_tpu_program_run_unedited(tmp_path)
     done = subprocess.run([LAUNCHER, os.path.join(PROGRAMS, "tpu_program.py"), f"--model_dir={tmp_path / 'c'}",
                            "--use_tpu=true"], capture_output=True, text=True, timeout=600)
     assert done.returncode != 0 and "there is no TPU here; pass use_tpu=False" in done.stderr
+    done = subprocess.run([LAUNCHER, os.path.join(PROGRAMS, "tpu_program.py"), f"--model_dir={tmp_path / 'd'}",
+                           "--tpu=my-tpu"], capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0 and "TPUClusterResolver(tpu='my-tpu'): the runner has no TPU" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "d").exists()
 
 
 @pytest.mark.cluster

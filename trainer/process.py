@@ -181,6 +181,19 @@ def alias_estimator(tf1: bool = False) -> None:
         setattr(tf.compat.v1, "contrib", _Deferred("tensorflow.contrib", "trainer.estimator.contrib"))
 
 
+def resolve_tpu_locally() -> None:
+    """``tf.distribute.cluster_resolver.TPUClusterResolver`` (and ``tf.compat.v1``'s) for a program run by
+    ``train-estimator``: built with no TPU name, as TPU programs of the Estimator era built it with
+    ``use_tpu=False``, it resolves to this process instead of asking Cloud TPU for one; naming a TPU
+    fails in one line (:class:`trainer.estimator.resolver.TPUClusterResolver`)."""
+    import tensorflow as tf
+
+    from trainer.estimator.resolver import TPUClusterResolver
+
+    for api in (tf.distribute.cluster_resolver, tf.compat.v1.distribute.cluster_resolver):
+        api.TPUClusterResolver = TPUClusterResolver
+
+
 def import_from_working_dir() -> None:
     """User code named by dotted path (``model.fn=my_pkg.model.model_fn``) imports from the working dir,
     as under ``python -m``: a console script's ``sys.path`` starts at its own bin dir instead."""

@@ -34,7 +34,7 @@ def model_fn(features, labels, mode, params):
         acc = tf.metrics.accuracy(labels, predictions["class"])
         return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops={metric_keys.MetricKeys.ACCURACY: acc})
     opt = tf.train.AdagradOptimizer(params.learning_rate)
-    train_op = opt.minimize(loss, global_step=tf.train.get_global_step())
+    train_op = opt.minimize(loss, global_step=tf.contrib.framework.get_or_create_global_step())
     return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
 

@@ -1,6 +1,7 @@
 """A TPUEstimator program as BERT-era code wrote it, run with --use_tpu=false: the model_fn returns a
 TPUEstimatorSpec with ``eval_metrics=(metric_fn, [labels, logits])`` and a ``scaffold_fn`` that warm
-starts from another checkpoint; input_fns read ``params["batch_size"]``. Unedited."""
+starts from another checkpoint; input_fns read ``params["batch_size"]``; the RunConfig gets a
+``TPUClusterResolver`` built with no TPU name. Unedited."""
 
 import json
 
@@ -11,6 +12,7 @@ from absl import app, flags
 flags.DEFINE_string("model_dir", None, "")
 flags.DEFINE_string("init_checkpoint", None, "a checkpoint to start the encoder from")
 flags.DEFINE_bool("use_tpu", False, "")
+flags.DEFINE_string("tpu", None, "the Cloud TPU to use")
 flags.DEFINE_integer("train_steps", 60, "")
 flags.DEFINE_string("report", None, "")
 FLAGS = flags.FLAGS
@@ -62,8 +64,9 @@ def model_fn_builder(init_checkpoint, use_tpu):
 
 
 def main(_):
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(FLAGS.tpu if (FLAGS.tpu or FLAGS.use_tpu) else "")
     run_config = tf.estimator.tpu.RunConfig(
-        model_dir=FLAGS.model_dir, save_checkpoints_steps=30, tf_random_seed=5,
+        cluster=resolver, model_dir=FLAGS.model_dir, save_checkpoints_steps=30, tf_random_seed=5,
         tpu_config=tf.estimator.tpu.TPUConfig(iterations_per_loop=10))
     estimator = tf.estimator.tpu.TPUEstimator(
         use_tpu=FLAGS.use_tpu, model_fn=model_fn_builder(FLAGS.init_checkpoint, FLAGS.use_tpu), config=run_config,

@@ -6,7 +6,12 @@ convert, as ``tf.contrib`` (and ``tensorflow.contrib``) of a program run by ``tr
 - ``training.HParams``: the hyperparameter container (attributes, ``values()``, ``parse``, ``to_json``);
 - ``tpu`` (``TPUEstimator``, ``TPUEstimatorSpec``, ``RunConfig``, ``TPUConfig``, ``InputPipelineConfig``,
   ``CrossShardOptimizer``) and ``cluster_resolver.TPUClusterResolver``, as used with ``use_tpu=False``;
-- ``estimator``: the heads' factories, ``add_metrics`` and the early-stopping hooks.
+- ``estimator``: the heads' factories, ``add_metrics`` and the early-stopping hooks;
+- ``lookup``: the vocabulary tables (``index_table_from_tensor`` and ``_from_file``, their inverses,
+  ``HashTable``, ``KeyValueTensorInitializer``, ``TextFileInitializer``, ``MutableHashTable``...), which
+  TensorFlow still ships in ``tensorflow.python.ops.lookup_ops``, where TF 1.x's contrib took them from;
+- ``framework``: the names it re-exported from ``tf.train`` and ``tf.compat.v1`` (the global step,
+  ``list_variables``, ``load_variable``, ``get_variables``...).
 
 Any other name of ``tf.contrib`` fails in one line naming it.
 """
@@ -15,6 +20,8 @@ import json
 import types
 
 import tensorflow as tf
+
+from trainer.estimator.resolver import TPUClusterResolver
 
 tf1 = tf.compat.v1
 
@@ -136,29 +143,40 @@ class HParams:
         return f"HParams({self.values()!r})"
 
 
-class TPUClusterResolver:
-    """``TPUClusterResolver`` as a program built it with ``use_tpu=False``: with no TPU named it resolves to
-    this process (``master()`` is ``''``); naming a TPU fails in one line, as there is none."""
-
-    def __init__(self, tpu=None, zone=None, project=None, job_name="worker", coordinator_name=None,
-                 coordinator_address=None, credentials="default", service=None, discovery_url=None):
-        if tpu:
-            raise SystemExit(f"error: TPUClusterResolver(tpu={tpu!r}): the runner has no TPU; run with use_tpu=False "
-                             f"and no TPU name")
-        self.tpu = tpu
-
-    def master(self, task_type=None, task_id=None, rpc_layer=None):
-        return ""
-
-    get_master = master
-
-    def cluster_spec(self):
-        return tf.train.ClusterSpec({})
-
-
 def cross_shard_optimizer(opt, reduction=None, group_assignment=None):
     """``CrossShardOptimizer`` off a TPU: the optimizer itself (one shard)."""
     return opt
+
+
+def _lookup() -> _Namespace:
+    from tensorflow.python.ops import lookup_ops
+
+    names = ("index_table_from_tensor", "index_table_from_file", "index_to_string_table_from_tensor",
+             "index_to_string_table_from_file", "HashTable", "KeyValueTensorInitializer", "TextFileInitializer",
+             "TextFileIndex", "IdTableWithHashBuckets", "MutableHashTable", "MutableDenseHashTable")
+    return _Namespace("tf.contrib.lookup", **{n: getattr(lookup_ops, n) for n in names if hasattr(lookup_ops, n)})
+
+
+def get_variables(scope=None, suffix=None, collection=None):
+    """``tf.contrib.framework.get_variables``: the variables of ``collection`` (all global variables by
+    default) under ``scope``, whose names end in ``suffix``."""
+    scope = scope.name if isinstance(scope, tf1.VariableScope) else scope
+    found = tf1.get_collection(collection or tf1.GraphKeys.GLOBAL_VARIABLES, scope)
+    return [v for v in found if suffix is None or v.op.name.endswith(suffix)]
+
+
+def _framework() -> _Namespace:
+    return _Namespace(
+        "tf.contrib.framework", get_or_create_global_step=tf1.train.get_or_create_global_step,
+        get_global_step=tf1.train.get_global_step, assert_global_step=tf1.train.assert_global_step,
+        list_variables=tf.train.list_variables, load_variable=tf.train.load_variable,
+        load_checkpoint=tf.train.load_checkpoint, init_from_checkpoint=tf1.train.init_from_checkpoint,
+        get_variables=get_variables, get_model_variables=tf1.model_variables,
+        get_trainable_variables=lambda scope=None, suffix=None: get_variables(
+            scope, suffix, tf1.GraphKeys.TRAINABLE_VARIABLES),
+        get_local_variables=lambda scope=None, suffix=None: get_variables(scope, suffix, tf1.GraphKeys.LOCAL_VARIABLES),
+        get_name_scope=lambda: tf1.get_default_graph().get_name_scope(),
+        nest=tf.nest)
 
 
 def build() -> _Namespace:
@@ -176,6 +194,8 @@ def build() -> _Namespace:
         training=_Namespace("tf.contrib.training", HParams=HParams),
         tpu=_Namespace("tf.contrib.tpu", CrossShardOptimizer=cross_shard_optimizer, **tpu_names),
         cluster_resolver=resolver,
+        lookup=_lookup(),
+        framework=_framework(),
         estimator=_Namespace("tf.contrib.estimator", add_metrics=add_metrics,
                              binary_classification_head=binary_classification_head, multi_class_head=multi_class_head,
                              multi_label_head=multi_label_head, multi_head=multi_head, regression_head=regression_head,

@@ -72,7 +72,7 @@ def _sources(root: str, program: Optional[str]) -> List[str]:
 def main(argv=None) -> None:
     tf1, program, module, args = _parse(list(sys.argv[1:] if argv is None else argv))
     root, as_module = _package_root(program) if program else (os.getcwd(), module)
-    from trainer.process import alias_estimator, set_environment
+    from trainer.process import alias_estimator, resolve_tpu_locally, set_environment
 
     set_environment()
     from trainer.estimator import upgrade
@@ -85,6 +85,7 @@ def main(argv=None) -> None:
     if tf1:
         tf.compat.v1.disable_v2_behavior()
         alias_estimator(tf1=True)
+    resolve_tpu_locally()
     sys.path.insert(0, root)
     from trainer.estimator.shadow import keep_runner_apart
 

@@ -46,9 +46,10 @@ class RunConfig(_RunConfig):
                  **kwargs):
         super().__init__(**kwargs)
         self.tpu_config = tpu_config or TPUConfig()
-        if cluster is not None:
-            raise ValueError("tpu.RunConfig(cluster=...): a TPU cluster resolver cannot be used here; leave it unset "
-                             "and set use_tpu=False")
+        if cluster is not None and _master_of(cluster):
+            raise ValueError(f"tpu.RunConfig(cluster=...): the resolver names a TPU at {_master_of(cluster)!r}; the "
+                             f"runner has none: build TPUClusterResolver with no TPU name and set use_tpu=False")
+        self.cluster = cluster
 
     def replace(self, **kwargs):
         tpu_config = kwargs.pop("tpu_config", self.tpu_config)
@@ -56,6 +57,12 @@ class RunConfig(_RunConfig):
         copy = RunConfig.__new__(RunConfig)
         copy.__dict__.update(base.__dict__, tpu_config=tpu_config)
         return copy
+
+
+def _master_of(cluster) -> str:
+    """The master a cluster resolver points at; ``''`` (this process) for the one a program builds with no TPU."""
+    master = getattr(cluster, "master", None)
+    return master() if callable(master) else str(master or "")
 
 
 class TPUEstimatorSpec(NamedTuple):

@@ -16,6 +16,7 @@ import contextlib
 import io
 import importlib.abc
 import importlib.machinery
+import linecache
 import os
 import re
 import sys
@@ -69,16 +70,16 @@ def _chain(node) -> Optional[List[str]]:
     return None
 
 
-class _Rewriter(ast.NodeTransformer):
-    """``tf.X`` -> ``tf.compat.v1.X`` where only the compat module has it; a call that fails in one line
-    where neither has it."""
+class _Rewriter(ast.NodeVisitor):
+    """Finds each ``tf.X`` that only the compat module has (-> ``tf.compat.v1.X``) and each that neither
+    has (-> a call that fails in one line); :attr:`edits` are the replacements, by source position."""
 
     def __init__(self, aliases: Dict[str, str], filename: str, messages: Dict[int, str]):
         import tensorflow as tf
 
         self.aliases, self.filename, self.messages = aliases, filename, messages
         self.tf, self.v1 = tf, tf.compat.v1
-        self.rewrote = 0
+        self.edits: List[tuple] = []  # (line, start col, end line, end col, replacement); cols in UTF-8 bytes
 
     def visit_Attribute(self, node):
         chain = _chain(node)
@@ -87,26 +88,34 @@ class _Rewriter(ast.NodeTransformer):
         module = self.aliases[chain[0]]
         rest = chain[1:]
         if module == "tensorflow.compat.v1":
+            if not _resolve(self.v1, rest):
+                self._missing(node, "tf.compat.v1." + ".".join(rest))
+        elif module == "tensorflow" and not _resolve(self.tf, rest):
             if _resolve(self.v1, rest):
-                return node
-            return self._missing(node, "tf.compat.v1." + ".".join(rest))
-        if module != "tensorflow" or _resolve(self.tf, rest):
-            return node
-        if _resolve(self.v1, rest):
-            self.rewrote += 1
-            new = ast.Attribute(ast.Attribute(ast.Name(chain[0], ast.Load()), "compat", ast.Load()), "v1", ast.Load())
-            for part in rest:
-                new = ast.Attribute(new, part, ast.Load())
-            return ast.copy_location(new, node)
-        return self._missing(node, "tf." + ".".join(rest))
+                self._edit(node, ".".join([chain[0], "compat", "v1", *rest]))
+            else:
+                self._missing(node, "tf." + ".".join(rest))
+
+    def _edit(self, node, replacement: str):
+        self.edits.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, replacement))
 
     def _missing(self, node, name):
-        self.rewrote += 1
         where = f"{os.path.basename(self.filename)}:{node.lineno}"
         message = self.messages.get(node.lineno, f"{name} is in neither TensorFlow 2 nor tf.compat.v1")
-        call = ast.Call(ast.Name(MISSING, ast.Load()), [ast.Constant(name), ast.Constant(where), ast.Constant(message)],
-                        [])
-        return ast.copy_location(call, node)
+        self._edit(node, f"{MISSING}({name!r}, {where!r}, {message!r})")
+
+
+def _apply(text: str, edits: Sequence[tuple]) -> str:
+    """``text`` with each edit's span replaced (last first, so earlier positions hold); a span that runs
+    over several lines becomes one line, the rest of its lines are kept blank so line numbers hold."""
+    lines = text.splitlines(True)
+    for line, col, end_line, end_col, replacement in sorted(edits, reverse=True):
+        head = lines[line - 1].encode("utf-8")[:col].decode("utf-8")
+        tail = lines[end_line - 1].encode("utf-8")[end_col:].decode("utf-8")
+        lines[line - 1] = head + replacement + tail.rstrip("\n") + "\n" * (end_line - line + 1)
+        for index in range(line, end_line):
+            lines[index] = ""
+    return "".join(lines)
 
 
 def _aliases(tree) -> Dict[str, str]:
@@ -125,18 +134,25 @@ def _aliases(tree) -> Dict[str, str]:
 
 
 def convert(source: str, filename: str) -> Converted:
-    """``source`` upgraded and compiled (the original's line numbers kept)."""
+    """``source`` upgraded and compiled (the original's line numbers kept). A converted module's code is
+    named ``"<filename> (converted)"`` and ``linecache`` holds its text under that name, so AutoGraph
+    (which reads a function's source to convert it for ``Dataset.map``) and tracebacks see the code that
+    runs, not the file on disk (AutoGraph re-reads the file of a module's ``__file__``)."""
     with contextlib.redirect_stdout(io.StringIO()):  # the upgrader prints each change
         ok, text, logs, errors = _upgrader().update_string_pasta(source, filename)
     if not ok:  # the upgrader could not parse it: compile the original, whose error then shows
         return Converted(compile(source, filename, "exec"), False, [])
-    tree = ast.parse(text, filename)
     messages = _messages(errors)
-    rewriter = _Rewriter(_aliases(tree), filename, messages)
-    tree = ast.fix_missing_locations(rewriter.visit(tree))
+    rewriter = _Rewriter(_aliases(ast.parse(text, filename)), filename, messages)
+    rewriter.visit(ast.parse(text, filename))
+    text = _apply(text, rewriter.edits)
     renamed = any("Renamed" in line or "ERROR" in line for line in logs + errors) or text != source
     findings = [f"{os.path.basename(filename)}:{line}: {message}" for line, message in sorted(messages.items())]
-    return Converted(compile(tree, filename, "exec"), renamed or rewriter.rewrote > 0, findings)
+    code_name = filename
+    if text != source:  # a name of its own: AutoGraph refreshes linecache from disk for a module's __file__
+        code_name = f"{filename} (converted)"
+        linecache.cache[code_name] = (len(text), None, text.splitlines(True), code_name)
+    return Converted(compile(text, code_name, "exec"), renamed, findings)
 
 
 def missing_name(name: str, where: str, message: str):

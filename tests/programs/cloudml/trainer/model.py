@@ -2,12 +2,23 @@
 import tensorflow as tf
 
 CSV_COLUMNS = ["x0", "x1", "label"]
+CSV_DEFAULTS = [[0.0], [0.0], [""]]
+LABELS = ["no", "yes"]
 SERVING_FUNCTIONS = {"JSON": None}
 
 
-def input_fn(features, labels, batch_size=32, num_epochs=None):
-    dataset = tf.data.Dataset.from_tensor_slices((features, labels))
-    return dataset.repeat(num_epochs).batch(batch_size)
+def _decode_csv(line):
+    columns = tf.decode_csv(line, record_defaults=CSV_DEFAULTS)
+    return dict(zip(CSV_COLUMNS, columns))
+
+
+def input_fn(filenames, batch_size=32, num_epochs=None):
+    """CSV lines parsed in Dataset.map (a function AutoGraph converts), the label's index from a contrib
+    lookup table, as the census sample read its data."""
+    dataset = tf.data.TextLineDataset(filenames).map(_decode_csv)
+    features = dataset.repeat(num_epochs).batch(batch_size).make_one_shot_iterator().get_next()
+    table = tf.contrib.lookup.index_table_from_tensor(tf.constant(LABELS))
+    return features, table.lookup(features.pop("label"))
 
 
 def build_estimator(model_dir, hidden_units):
