@@ -128,6 +128,7 @@ PROGRAMS = (
     Program("bert/run_classifier", _BERT_REPO, _BERT_COMMIT, ("run_classifier.py", *_BERT), "", _bert_classifier,
             "eval_accuracy",
             {**_BERT_EDITS, "run_classifier.py": [_COMPAT, (r"tf\.contrib\.tpu\.", "tf.estimator.tpu."),
+                                                  (r"tf\.contrib\.data\.", "tf.data.experimental."),
                                                   (r"^  tf\.app\.run\(\)$", "  tf.disable_v2_behavior()\n  tf.app.run()")]},
             "TF 1.x, TPUEstimator, tf.contrib.layers.layer_norm, tf.flags, tf.gfile"),
     Program("bert/run_pretraining", _BERT_REPO, _BERT_COMMIT, ("run_pretraining.py", *_BERT), "", _bert_pretraining,
@@ -311,7 +312,7 @@ def _bert_inputs(target: str, sources: str) -> None:
         program = Program("bert/create_pretraining_data", _BERT_REPO, _BERT_COMMIT,
                           ("create_pretraining_data.py", "tokenization.py"), "", None, "", {}, "")
         run_dir = materialize(program, sources, tree)
-        subprocess.run([sys.executable, "-m", "trainer.estimator.launch", "create_pretraining_data.py",
+        subprocess.run([_launcher(), "create_pretraining_data.py",
                         f"--input_file={target}/corpus.txt", f"--output_file={target}/pretrain.tfrecord",
                         f"--vocab_file={target}/vocab.txt", "--max_seq_length=32", "--max_predictions_per_seq=5",
                         "--dupe_factor=3"], cwd=run_dir, check=True, capture_output=True)
@@ -329,14 +330,17 @@ SIDES = ("estimator", "trainer")
 
 def run_side(side: str, reference_python: str, run_dir: str, argv: List[str], data: str, log: str) -> dict:
     """Runs one side's process; returns its exit status, wall seconds, start time and the log's path."""
-    command = [reference_python, *argv] if side == "estimator" else [sys.executable, "-m", "trainer.estimator.launch",
-                                                                      *argv]
+    command = [reference_python, *argv] if side == "estimator" else [_launcher(), *argv]
     env = dict(os.environ, HOME=os.path.join(data, "home"), PYTHONDONTWRITEBYTECODE="1")
     env.pop("PYTHONPATH", None)
     start = time.time()
     with open(log, "w") as out:
         done = subprocess.run(command, cwd=run_dir, env=env, stdout=out, stderr=subprocess.STDOUT)
     return {"rc": done.returncode, "wall_s": round(time.time() - start, 2), "start": start, "log": log}
+
+
+def _launcher() -> str:
+    return shutil.which("train-estimator") or os.path.join(os.path.dirname(sys.executable), "train-estimator")
 
 
 def _events(directory: str):
@@ -405,7 +409,7 @@ def one_program(program: Program, args, work: str, rounds: int) -> dict:
             runs[side].append(trained(side, args, program, trees[side], dirs[side], 1,
                                       os.path.join(work, f"{side}-{r}.log")))
         for side, other in (("trainer", "estimator"), ("estimator", "trainer")):
-            if not runs[other][-1]["global_step"]:
+            if not runs[other][-1]["global_step"] or not os.path.isdir(dirs[other]):  # failed, or a temporary dir
                 continue
             shutil.copytree(dirs[other], dirs[other] + f"-by-{side}")
             crossed[side].append(trained(side, args, program, trees[side], dirs[other] + f"-by-{side}", 2,

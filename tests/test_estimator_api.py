@@ -3,6 +3,7 @@ Estimator had them, programs run unedited through ``train-estimator``, and with 
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -389,3 +390,32 @@ def test_the_record_names_importable_callables_and_lists_the_rest():
     assert _yaml_value({"lr": 0.1, "units": [8, 4], "name": "a b", "on": True}) == \
         '{lr:0.1,units:[8,4],name:"a b",on:true}'
     assert _yaml_value({"columns": [object()]}) is None and _yaml_value({"not an id": 1}) is None
+
+
+def test_run_config_takes_what_estimator_took_and_names_a_bad_field_or_tf_config(monkeypatch):
+    """keep_checkpoint_max=None keeps every checkpoint and log_step_count_steps=None is quiet, as on
+    Estimator; a wrong value fails at construction naming the field; a malformed TF_CONFIG is one line
+    naming TF_CONFIG. The errors are ValueErrors, as Estimator's were, and one line at the launcher."""
+    from trainer.errors import ConfigError
+
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    assert "checkpoint.keep=0" in estimator.RunConfig(keep_checkpoint_max=None).overrides()
+    assert not any(o.startswith("log.every_steps") for o in estimator.RunConfig(log_step_count_steps=None).overrides())
+    for field, value, says in (("save_summary_steps", "100", "an integer >= 0"), ("tf_random_seed", 1.5, "an integer"),
+                               ("log_step_count_steps", 0, "an integer >= 1"),
+                               ("keep_checkpoint_every_n_hours", 0, "a number > 0"),
+                               ("keep_checkpoint_max", -1, "an integer >= 0")):
+        with pytest.raises(ValueError, match=re.escape(f"RunConfig({field}={value!r}): takes {says}")) as raised:
+            estimator.RunConfig(**{field: value})
+        assert isinstance(raised.value, ConfigError)
+    cases = (("{not json", "TF_CONFIG is not JSON"), ("[1, 2]", "TF_CONFIG is a list"),
+             ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 2}}',
+              "task.index 2 is past the 1 address(es) of job 'worker'"),
+             ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": "one"}}', "task.index is 'one'"),
+             ('{"cluster": {"worker": "a:1"}}', "cluster must map each job to a list of addresses"))
+    for raw, says in cases:
+        monkeypatch.setenv("TF_CONFIG", raw)
+        with pytest.raises(ValueError, match=re.escape(says)):
+            estimator.RunConfig()
+    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": "1"}}')
+    assert estimator.RunConfig().task_id == 1  # Estimator read "1" as 1

@@ -470,3 +470,24 @@ def test_a_damaged_record_found_during_training_is_named(make_cfg, records, tmp_
     path.write_bytes(bytes(data))
     message = _failing_run(make_cfg, bad, tmp_path, "train.batch_size=8", "train.max_steps=30")
     assert re.search(r"train-00000-of-00001.tfrecord: record 39 fails its checksum", message), message
+
+
+def test_csv_column_types_are_logged_and_a_mostly_numeric_column_is_refused(tmp_path, caplog):
+    """One "unknown" among a numeric column's values would make it a string column (an embedding
+    instead of a number) without a word: it is refused naming the line; the inferred types are logged."""
+    rows = [f"{i},{0.5 * i},c{i % 3},{i % 2}" for i in range(40)]
+    clean = tmp_path / "clean.csv"
+    clean.write_text("age,score,kind,label\n" + "\n".join(rows) + "\n")
+    with caplog.at_level("INFO", logger="trainer.data.files"):
+        columns = file_data.csv_columns(str(clean), {})
+    assert {n: c.dtype for n, c in columns.items()} == {"age": "int64", "score": "float32", "kind": "string",
+                                                        "label": "int64"}
+    assert "age int64, score float32, kind string, label int64" in caplog.text
+    rows[17] = "17,unknown,c2,1"
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text("age,score,kind,label\n" + "\n".join(rows) + "\n")
+    with pytest.raises(DataError, match=r"mixed.csv:19: column 'score' is 'unknown', not a number, while 39 of its "
+                                        r"first 40 values are numbers; .* data.features.score.dtype=string"):
+        file_data.csv_columns(str(mixed), {})
+    declared = file_data.csv_columns(str(mixed), {"score": file_data.Feature("score", (), "string")})
+    assert declared["score"].dtype == "string"

@@ -290,3 +290,33 @@ def test_metrics_csv_holds_the_jsonl_rows_and_widens_its_header_across_a_resume(
     assert len(rows) == len(expected) == 5
     for row, record in zip(rows, expected):
         assert {k: v for k, v in row.items() if v != ""} == {k: str(v) for k, v in record.items()}
+
+
+def test_a_metrics_log_cut_off_mid_line_by_a_kill_is_mended_on_resume(tmp_path, caplog):
+    """A kill in the middle of an append leaves half a line: the resumed run drops it (and says so)
+    instead of writing its next row onto it; readers leave such a line out and name any other bad line."""
+    import csv
+
+    import pytest
+
+    from trainer.errors import RecordError
+    from trainer.records import MetricsLog, read_rows
+    from trainer.tracking import _rows
+
+    path = tmp_path / "metrics.jsonl"
+    first = MetricsLog(str(path))
+    first.record("train", 5, {"loss": 1.5})
+    first.record("eval", 5, {"loss": 1.25, "accuracy": 0.5})
+    with open(path, "a") as f:
+        f.write('{"kind": "train", "step": 10, "lo')  # the kill
+    assert [r["step"] for r in read_rows(str(path))] == [5, 5] == [r["step"] for r in _rows(str(tmp_path))]
+    with caplog.at_level("WARNING", logger="trainer.records"):
+        MetricsLog(str(path)).record("eval", 10, {"loss": 1.0, "accuracy": 0.75, "auc": 0.5})  # widens the CSV too
+    assert "its last line was cut off" in caplog.text
+    assert [(r["kind"], r["step"]) for r in read_rows(str(path))] == [("train", 5), ("eval", 5), ("eval", 10)]
+    with open(tmp_path / "metrics.csv", newline="") as f:
+        assert [row["step"] for row in csv.DictReader(f)] == ["5", "5", "10"]
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], "not json", *lines[1:]]) + "\n")
+    with pytest.raises(RecordError, match=r"metrics.jsonl:2: not a row of the metrics log \('not json'\); delete"):
+        read_rows(str(path))

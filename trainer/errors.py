@@ -38,6 +38,11 @@ class DataError(ConfigError):
     """Data files are missing or do not parse."""
 
 
+class ArgumentError(ConfigError, ValueError):
+    """A value the Estimator API refuses, as Estimator refused it (a ``ValueError`` a program may catch);
+    one line at the launcher's boundary."""
+
+
 class CheckpointError(TrainerError):
     """A checkpoint dir cannot be used (unreadable, another model, other shapes)."""
 

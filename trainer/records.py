@@ -4,11 +4,14 @@ import contextlib
 import csv
 import json
 import math
+import logging
 import os
 import time
 from typing import Dict, List, Optional, Tuple
 
 from trainer.errors import RecordError
+
+log = logging.getLogger(__name__)
 
 
 def _json_safe(value, path: str, found: List[str]):
@@ -64,6 +67,50 @@ def read_json(path: str) -> Dict:
     return found if isinstance(found, dict) else {}
 
 
+def read_rows(path: str) -> List[Dict]:
+    """The rows of a metrics log (``metrics.jsonl``); [] when it is missing. A last line with no newline
+    at its end (what a kill in the middle of an append leaves) is not a row and is left out; any other
+    line that is not a JSON object fails in one line naming the file and the line.
+
+    Raises:
+      RecordError: a complete line that is not a JSON object.
+    """
+    try:
+        with open(path) as f:
+            lines = f.read().split("\n")[:-1]  # the last piece is "" or a cut-off line
+    except FileNotFoundError:
+        return []
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        if not isinstance(row, dict):
+            raise RecordError(f"{path}:{number}: not a row of the metrics log ({line[:60]!r}); delete that line "
+                              f"(or restore the file) and run the same command")
+        rows.append(row)
+    return rows
+
+
+def drop_cut_off_line(path: str) -> None:
+    """Cuts a last line that has no newline (a kill in the middle of an append) off ``path``, so that the
+    next row starts on a line of its own; logs what was dropped."""
+    try:
+        with open(path, "rb+") as f:
+            data = f.read()
+            if not data or data.endswith(b"\n"):
+                return
+            keep = data.rfind(b"\n") + 1
+            f.truncate(keep)
+    except FileNotFoundError:
+        return
+    log.warning("%s: its last line was cut off (the process was killed while writing it); dropped it: %r", path,
+                data[keep:keep + 80].decode("utf-8", "replace"))
+
+
 class MetricsLog:
     """Training and evaluation records: the last of each, a JSON-lines file of all (``path``), and
     the same rows as CSV beside it (``metrics.csv``, for spreadsheets: one column per key, empty
@@ -74,6 +121,7 @@ class MetricsLog:
         self.train: Dict[str, float] = {}
         self.eval: Dict[str, float] = {}
         self._header: Optional[List[str]] = None
+        self._checked = False
 
     def record(self, kind: str, step: int, values: Dict[str, float]) -> None:
         row = {"kind": kind, "step": int(step), "time": round(time.time(), 3)}
@@ -84,6 +132,9 @@ class MetricsLog:
             self.train = dict(row)
         if self.path:
             try:
+                if not self._checked:
+                    drop_cut_off_line(self.path)
+                    self._checked = True
                 with open(self.path, "a") as f:
                     f.write(json.dumps(json_safe(row), allow_nan=False) + "\n")
             except OSError as e:
@@ -102,8 +153,7 @@ class MetricsLog:
             with open(path, "a", newline="") as f:
                 csv.DictWriter(f, self._header).writerow(row)
             return
-        with open(self.path) as f:  # every row so far, this one included
-            rows = [json.loads(line) for line in f if line.strip()]
+        rows = read_rows(self.path)  # every row so far, this one included
         keys = {key for r in rows for key in r} - {"kind", "step", "time"}
         self._header = ["kind", "step", "time", *sorted(keys)]
         temporary = f"{path}.{os.getpid()}.tmp"

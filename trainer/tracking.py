@@ -19,7 +19,7 @@ import os
 from typing import Dict, List, Optional
 
 from trainer.errors import ConfigError
-from trainer.records import read_json, write_json
+from trainer.records import read_json, read_rows, write_json
 
 log = logging.getLogger("trainer")
 STATE = ".mlflow.json"
@@ -118,11 +118,7 @@ def _params(overrides: List[str]) -> Dict[str, str]:
 
 
 def _rows(run_dir: str) -> List[Dict]:
-    try:
-        with open(os.path.join(run_dir, "metrics.jsonl")) as f:
-            return [json.loads(line) for line in f if line.strip()]
-    except FileNotFoundError:
-        return []
+    return read_rows(os.path.join(run_dir, "metrics.jsonl"))
 
 
 def _metric_values(row: Dict) -> Dict[str, float]:

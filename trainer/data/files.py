@@ -370,10 +370,18 @@ def csv_rows(path: str):
 
 def csv_columns(path: str, given: Dict[str, Feature], sample_rows: int = 100) -> Dict[str, Feature]:
     """The columns of a CSV file, in order: named by its header, typed by ``given`` or by its first
-    rows (int64 when every value is an integer, float32 when a number, else string)."""
+    rows (int64 when every value is an integer, float32 when a number, else string). The inferred
+    types are logged; a column whose sampled values are mostly numbers but not all is refused, naming
+    the first value that is not, since reading it as strings would change the model without a word.
+
+    Raises:
+      DataError, ConfigError: naming the file, the column and the line.
+    """
     with csv_rows(path) as reader:
         header = next(reader, None)
-        rows = [row for _, row in zip(range(sample_rows), reader)]
+        rows = []
+        for _, row in zip(range(sample_rows), reader):
+            rows.append((reader.line_num, row))
     if not header:
         raise DataError(f"{path}: empty, no header line; CSV files need a header naming the columns")
     unknown = set(given) - set(header)
@@ -381,18 +389,29 @@ def csv_columns(path: str, given: Dict[str, Feature], sample_rows: int = 100) ->
         raise ConfigError(f"data.features: {sorted(unknown)} are not columns of {path} ({', '.join(header)})")
     columns = {}
     for i, name in enumerate(header):
-        if name in given:
-            columns[name] = given[name]
-            continue
-        values = [row[i] for row in rows if i < len(row) and row[i] != ""]
-        if values and all(_parses(v, int) for v in values):
-            dtype = "int64"
-        elif values and all(_parses(v, float) for v in values):
-            dtype = "float32"
-        else:
-            dtype = "string"
-        columns[name] = Feature(name, (), dtype)
+        columns[name] = given[name] if name in given else Feature(name, (), _inferred(path, name, i, rows))
+    inferred = [f"{name} {columns[name].dtype}" for name in header if name not in given]
+    if inferred:
+        log.info("data=csv: column types read off the first %d rows of %s: %s (data.features.NAME.dtype sets one)",
+                 len(rows), path, ", ".join(inferred))
     return columns
+
+
+def _inferred(path: str, name: str, index: int, rows: List[Tuple[int, List[str]]]) -> str:
+    values = [(line, row[index]) for line, row in rows if index < len(row) and row[index] != ""]
+    if values and all(_parses(v, int) for _, v in values):
+        return "int64"
+    numbers = [v for _, v in values if _parses(v, float)]
+    if values and len(numbers) == len(values):
+        return "float32"
+    if len(numbers) >= 0.9 * len(values) and len(values) >= 10:
+        line, value = next((line, v) for line, v in values if not _parses(v, float))
+        raise DataError(
+            f"{path}:{line}: column {name!r} is {value!r}, not a number, while {len(numbers)} of its first "
+            f"{len(values)} values are numbers; if it is a number column, fix those rows (an empty cell takes "
+            f"data.features.{name}.default) and set data.features.{name}.dtype=float32; if it is a category, set "
+            f"data.features.{name}.dtype=string")
+    return "string"
 
 
 def check_csv_row(row: List[str], columns: Dict[str, Feature], where: str) -> None:

@@ -9,8 +9,9 @@
 - TF 1.x programs: the program and the modules it imports from its own directory (or package) are
   converted in memory as they are imported, by TensorFlow's own upgrader (``tf_upgrade_v2``'s tables),
   with ``tf.compat.v1`` names where TensorFlow 2 dropped a name it still has, and the most used
-  ``tf.contrib`` pieces (``layers.layer_norm``, ``training.HParams``, ``tpu``, ``cluster_resolver``); the
-  files are never changed. A TF 1.x program runs with TF 1.x behaviour (graph mode, v2 behaviour off).
+  ``tf.contrib`` pieces (``layers.layer_norm``, ``training.HParams``, ``tpu``, ``cluster_resolver``,
+  ``lookup``, ``framework``); the files are never changed. A TPU cluster resolver built with no TPU
+  name resolves to this process. A TF 1.x program runs with TF 1.x behaviour (graph mode, v2 behaviour off).
   Whether a program is TF 1.x is read off its sources (the upgrader changes something in it or in a
   module beside it); ``--tf1`` or ``--tf2`` says it instead.
 - A name neither TensorFlow 2 nor ``tf.compat.v1`` has fails, when the program reaches it, in one line

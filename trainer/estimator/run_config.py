@@ -4,8 +4,11 @@ runner's config (:meth:`RunConfig.overrides`); a field the runner cannot honour 
 line naming it, never ignored."""
 
 import json
+import numbers
 import os
 from typing import Dict, List, Optional
+
+from trainer.errors import ArgumentError
 
 _DEFAULT = object()  # save_checkpoints_steps / secs left unset: Estimator's 600 seconds
 
@@ -50,15 +53,35 @@ class RunConfig:
         self.experimental_max_worker_delay_secs = experimental_max_worker_delay_secs
         self.session_creation_timeout_secs = session_creation_timeout_secs
         self.checkpoint_save_graph_def = checkpoint_save_graph_def
+        self._check_fields()
         self._read_cluster(os.environ.get("TF_CONFIG"))
 
+    def _check_fields(self) -> None:
+        """Each field holds what Estimator's RunConfig took (None where it took None).
+
+        Raises:
+          ArgumentError: naming the field and what it takes.
+        """
+        for name, kind, least in _FIELDS:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            is_kind = isinstance(value, numbers.Integral if kind == "integer" else numbers.Real)
+            if isinstance(value, bool) or not is_kind or (least is not None and value < least) or \
+                    (least is None and kind == "number" and value <= 0):
+                bound = f" >= {least}" if least is not None else " > 0" if kind == "number" else ""
+                article = "an" if kind == "integer" else "a"
+                raise ArgumentError(f"RunConfig({name}={value!r}): takes {article} {kind}{bound} or None")
+        if self.model_dir is not None and not isinstance(self.model_dir, (str, os.PathLike)):
+            raise ArgumentError(f"RunConfig(model_dir={self.model_dir!r}): takes a path (a str) or None")
+
     def _read_cluster(self, raw: Optional[str]) -> None:
-        config = json.loads(raw) if raw else {}
+        config = _tf_config(raw)
         cluster = config.get("cluster") or {}
         task = config.get("task") or {}
         self.cluster_spec: Dict[str, List[str]] = {job: list(a) for job, a in cluster.items()}
         self.task_type = task.get("type", "worker")
-        self.task_id = int(task.get("index", 0))
+        self.task_id = task.get("index", 0)
         self.num_ps_replicas = len(cluster.get("ps", ()))
         self.num_worker_replicas = max(len(cluster.get("chief", ())) + len(cluster.get("worker", ())), 1)
         has_chief = bool(cluster.get("chief"))
@@ -103,10 +126,56 @@ class RunConfig:
                f"summary.every_steps={_value(self.save_summary_steps or 0)}",
                f"checkpoint.every_steps={_value(self.save_checkpoints_steps)}",
                f"checkpoint.every_secs={_value(self.save_checkpoints_secs)}",
-               f"checkpoint.keep={_value(self.keep_checkpoint_max)}",
-               f"checkpoint.keep_every_n_hours={_value(self.keep_checkpoint_every_n_hours)}",
-               f"log.every_steps={_value(self.log_step_count_steps or 0)}"]
+               f"checkpoint.keep={self.keep_checkpoint_max or 0}",  # None or 0: Estimator kept every checkpoint
+               f"checkpoint.keep_every_n_hours={_value(self.keep_checkpoint_every_n_hours or 10000)}"]
+        if self.log_step_count_steps:  # None or 0: no step rate lines; the runner's progress keeps its default
+            out.append(f"log.every_steps={self.log_step_count_steps}")
         return out + _session_config_overrides(self.session_config)
+
+
+# (field, "integer" or "number", the least value; None: any integer, a number > 0): what Estimator's
+# RunConfig validated.
+_FIELDS = (("tf_random_seed", "integer", None), ("save_summary_steps", "integer", 0),
+           ("save_checkpoints_steps", "integer", 0), ("save_checkpoints_secs", "number", 0),
+           ("keep_checkpoint_max", "integer", 0), ("keep_checkpoint_every_n_hours", "number", None),
+           ("log_step_count_steps", "integer", 1), ("session_creation_timeout_secs", "number", None))
+
+
+def _tf_config(raw: Optional[str]) -> Dict:
+    """``TF_CONFIG`` read and checked: a JSON object whose ``cluster`` maps job names to address lists and
+    whose ``task`` has a string ``type`` and an integer ``index`` within its job.
+
+    Raises:
+      ArgumentError: naming TF_CONFIG and what is wrong.
+    """
+    if not raw:
+        return {}
+    try:
+        config = json.loads(raw)
+    except ValueError as e:
+        raise ArgumentError(f"TF_CONFIG is not JSON ({e}); set it to a JSON object with cluster and task") from None
+    if not isinstance(config, dict):
+        raise ArgumentError(f"TF_CONFIG is a {type(config).__name__}; set it to a JSON object with cluster and task")
+    cluster, task = config.get("cluster") or {}, config.get("task") or {}
+    if not isinstance(cluster, dict) or not all(isinstance(a, list) for a in cluster.values()):
+        raise ArgumentError('TF_CONFIG: cluster must map each job to a list of addresses, e.g. {"worker": '
+                            '["host:port"]}')
+    if not isinstance(task, dict):
+        raise ArgumentError('TF_CONFIG: task must be an object, e.g. {"type": "worker", "index": 0}')
+    kind, index = task.get("type", "worker"), task.get("index", 0)
+    if not isinstance(kind, str):
+        raise ArgumentError(f"TF_CONFIG: task.type is {kind!r}; give a job name of the cluster")
+    try:
+        index = int(index)  # Estimator took "1" as 1
+    except (TypeError, ValueError):
+        index = -1
+    if isinstance(task.get("index"), bool) or index < 0:
+        raise ArgumentError(f"TF_CONFIG: task.index is {task.get('index')!r}; give an integer from 0")
+    task["index"] = index
+    if cluster and kind in cluster and index >= len(cluster[kind]):
+        raise ArgumentError(f"TF_CONFIG: task.index {index} is past the {len(cluster[kind])} address(es) of job "
+                            f"{kind!r}")
+    return config
 
 
 def _strategy_overrides(strategy) -> List[str]:

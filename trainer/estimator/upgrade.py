@@ -133,7 +133,18 @@ def _aliases(tree) -> Dict[str, str]:
     return aliases
 
 
+_converted: Dict[tuple, Converted] = {}  # (filename, source) -> result: detection and import convert once
+
+
 def convert(source: str, filename: str) -> Converted:
+    """:func:`_convert`, once per file and text."""
+    key = (filename, source)
+    if key not in _converted:
+        _converted[key] = _convert(source, filename)
+    return _converted[key]
+
+
+def _convert(source: str, filename: str) -> Converted:
     """``source`` upgraded and compiled (the original's line numbers kept). A converted module's code is
     named ``"<filename> (converted)"`` and ``linecache`` holds its text under that name, so AutoGraph
     (which reads a function's source to convert it for ``Dataset.map``) and tracebacks see the code that

@@ -19,7 +19,8 @@ from typing import Dict, List, Optional
 import yaml
 from hydra.experimental.callback import Callback
 
-from trainer.records import eval_key, read_json
+from trainer.errors import RecordError
+from trainer.records import eval_key, read_json, read_rows
 
 log = logging.getLogger("trainer")
 
@@ -237,14 +238,13 @@ def _number(value) -> Optional[float]:
 def _curve(job_dir: str, metric: str):
     steps, values = [], []
     try:
-        with open(os.path.join(job_dir, "metrics.jsonl")) as f:
-            for line in f:
-                row = json.loads(line)
-                if row.get("kind") == "eval" and metric in row:
-                    steps.append(row["step"])
-                    values.append(row[metric])
-    except (OSError, ValueError):
-        pass
+        rows = read_rows(os.path.join(job_dir, "metrics.jsonl"))
+    except (OSError, RecordError):  # a damaged log: the report shows no curve for that job
+        rows = []
+    for row in rows:
+        if row.get("kind") == "eval" and isinstance(row.get(metric), (int, float)):
+            steps.append(row["step"])
+            values.append(row[metric])
     return steps, values
 
 
