@@ -19,6 +19,7 @@ For each program and round, in alternating order: each side trains from scratch 
 each side continues the other's ``model_dir`` to twice the steps. Read from each ``model_dir`` with
 TensorFlow's event reader: the eval metrics the program wrote, training steps/s between its first and
 last loss summaries, and the seconds from process start to the step-0 checkpoint (time to first step).
+A bare ``import tensorflow`` is timed on each side too, since the two TensorFlow versions differ there.
 The Estimator side's edits are listed per program and counted in changed lines.
 """
 
@@ -464,6 +465,19 @@ def _yes(value) -> str:
     return "n/a" if value is None else ("yes" if value else "NO")
 
 
+def import_seconds(reference_python: str, rounds: int) -> Dict[str, float]:
+    """Median seconds of a bare ``import tensorflow`` on each side (TensorFlow 2.15 against this
+    environment's), interleaved: the part of the time to first step neither program nor framework owns."""
+    times: Dict[str, list] = {side: [] for side in SIDES}
+    for r in range(rounds):
+        for side in (SIDES if r % 2 == 0 else SIDES[::-1]):
+            python = reference_python if side == "estimator" else sys.executable
+            start = time.time()
+            subprocess.run([python, "-c", "import tensorflow"], check=True, capture_output=True)
+            times[side].append(time.time() - start)
+    return {side: round(statistics.median(t), 2) for side, t in times.items()}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sources", required=True, help="dir of owner+name repositories (see the module's doc)")
@@ -476,6 +490,8 @@ def main(argv=None) -> None:
     args.sources = os.path.abspath(args.sources)
     args.data = os.path.abspath(args.data or tempfile.mkdtemp(prefix="public-data-"))
     prepare_data(args.data, args.sources)
+    imports = import_seconds(args.reference_python, max(3, 2 * args.rounds))
+    print(json.dumps({"import_tensorflow_s": imports}), flush=True)
     results = []
     for program in PROGRAMS:
         if args.only and args.only not in program.name:
@@ -486,9 +502,11 @@ def main(argv=None) -> None:
         print(json.dumps({"program": program.name, **result["summary"]}), flush=True)
         results.append(result)
     print(table(results))
+    print(f"import tensorflow alone: Estimator 2.15's {imports['estimator']} s, this environment's "
+          f"{imports['trainer']} s (medians)")
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"rounds": args.rounds, "results": results}, out, indent=1)
+            json.dump({"rounds": args.rounds, "import_tensorflow_s": imports, "results": results}, out, indent=1)
 
 
 if __name__ == "__main__":

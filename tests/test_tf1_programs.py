@@ -141,3 +141,25 @@ def test_params_recorded_for_resume_come_back_exactly_or_are_asked_for():
         assert _round_trips(_yaml_value(exact), exact), exact
     for changed in ({"s": "${oc.env:HOME}"}, {"s": "a\\b"}, {"s": "a\nb"}, {"f": float("inf")}):
         assert not _round_trips(_yaml_value(changed), changed), changed
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize("signal_number,status", [(2, 130), (15, 143)])
+def test_a_signal_during_a_programs_training_exits_as_the_train_command_does(tmp_path, signal_number, status):
+    """SIGINT or SIGTERM while a TF 1.x program trains: the checkpoint is saved, the exit status is the
+    train command's (130, 143) and the message is one line, not a traceback."""
+    import time
+
+    model_dir = tmp_path / "m"
+    proc = subprocess.Popen([LAUNCHER, os.path.join(PROGRAMS, "tf1_estimator_program.py"), f"--model_dir={model_dir}",
+                             "--train_steps=100000000"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.time() + 120
+    while not (model_dir / "checkpoint").exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    time.sleep(1)
+    proc.send_signal(signal_number)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == status, err[-2000:]
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("error: stopped by SIG")
+    assert tf.train.latest_checkpoint(str(model_dir)).rsplit("-", 1)[1] != "0"
