@@ -363,10 +363,13 @@ def read_model_dir(model_dir: str, start: float) -> dict:
     step0 = os.path.join(model_dir, "model.ckpt-0.index")
     if os.path.isfile(step0):
         found["first_step_s"] = round(os.path.getmtime(step0) - start, 2)
-    losses = [(e.step, e.wall_time) for e in _events(model_dir) if e.wall_time >= start
-              for v in e.summary.value if v.tag == "loss"] if latest else []
+    events = [e for e in _events(model_dir) if e.wall_time >= start] if latest else []
+    losses = [(e.step, e.wall_time) for e in events for v in e.summary.value if v.tag == "loss"]
+    rates = [v.simple_value for e in events for v in e.summary.value if v.tag == "global_step/sec"]
     if len(losses) >= 2 and losses[-1][0] > losses[0][0]:
         found["steps_per_s"] = round((losses[-1][0] - losses[0][0]) / (losses[-1][1] - losses[0][1]), 1)
+    elif rates:  # no loss summaries (TPUEstimator's): the step counter's own rate, after its first
+        found["steps_per_s"] = round(statistics.median(rates[1:] or rates), 1)
     evals = [os.path.join(model_dir, d) for d in sorted(os.listdir(model_dir)) if d.startswith("eval")] if latest else []
     for directory in (d for d in evals if os.path.isdir(d)):
         for event in _events(directory):

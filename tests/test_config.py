@@ -126,6 +126,11 @@ BAD_VALUES = [
     (["data.shuffle_buffer=0"], "data.shuffle_buffer=0"),
     (["data.test_examples=-3"], "data.test_examples=-3"),
     (["summary.every_steps=-5"], "summary.every_steps=-5"),
+    (["model=mlp", "model.params.hidden_units=[64,0]"], "model.params.hidden_units[1]=0"),
+    (["model=mlp", "model.params.dropout_rate=1.0"], "model.params.dropout_rate=1.0"),
+    (["model=mnist", "model.params.num_classes=1"], "model.params.num_classes=1"),
+    (["model=dnn_classifier", "model.params.hidden_units=[-3]"], "model.params.hidden_units[0]=-3"),
+    (["model=dnn_classifier", "model.params.dropout=1.5"], "model.params.dropout=1.5"),
 ]
 
 

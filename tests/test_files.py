@@ -491,3 +491,10 @@ def test_csv_column_types_are_logged_and_a_mostly_numeric_column_is_refused(tmp_
         file_data.csv_columns(str(mixed), {})
     declared = file_data.csv_columns(str(mixed), {"score": file_data.Feature("score", (), "string")})
     assert declared["score"].dtype == "string"
+
+
+def test_a_csv_file_saved_with_a_utf8_bom_reads_its_first_column_by_name(tmp_path):
+    """Excel's "CSV UTF-8" starts the file with a byte order mark: it is not part of the first name."""
+    path = tmp_path / "excel.csv"
+    path.write_bytes("\ufeffage,label\n".encode("utf-8") + b"".join(b"%d,%d\n" % (i, i % 2) for i in range(12)))
+    assert list(file_data.csv_columns(str(path), {})) == ["age", "label"]

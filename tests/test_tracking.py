@@ -67,3 +67,24 @@ def test_tracking_needs_mlflow_and_a_known_kind(make_cfg, monkeypatch):
     with pytest.raises(ConfigError, match=r"tracking=mlflow: MLflow is not installed; pip install -e '.\[mlflow\]'"):
         validate(make_cfg("tracking=mlflow"))
     assert os.environ.get("MLFLOW_TRACKING_URI") is None  # the runner sets no MLflow environment
+
+
+def test_a_send_that_failed_goes_with_the_next_command_even_with_nothing_to_train(tmp_path):
+    """The store cannot be written when the run ends: the run still succeeds and says the next command
+    sends it; the same command run again has nothing to train, and sends the record then, once."""
+    (tmp_path / "mlflow.db").mkdir()  # sqlite cannot open a directory: every send fails
+    first = train(tmp_path, *TINY, "train.max_steps=20")
+    assert first.returncode == 0, first.stderr
+    assert "the next run of the command sends it" in first.stderr
+    (tmp_path / "mlflow.db").rmdir()
+    again = train(tmp_path, *TINY, "train.max_steps=20")
+    assert again.returncode == 0 and "nothing to do" in again.stderr, again.stderr
+    (run_dir,) = [d for d in (tmp_path / "outputs").iterdir() if d.is_dir()]
+    store = client(tmp_path)
+    (run,) = store.search_runs([store.get_experiment_by_name("train").experiment_id])
+    assert run.info.status == "FINISHED" and run.data.tags["run_dir"] == str(run_dir)
+    evals = [r["step"] for r in read_jsonl(run_dir / "metrics.jsonl") if r["kind"] == "eval"]
+    assert [m.step for m in store.get_metric_history(run.info.run_id, "eval_accuracy")] == evals == [10, 20]
+    third = train(tmp_path, *TINY, "train.max_steps=20")  # all sent: nothing goes twice
+    assert third.returncode == 0, third.stderr
+    assert [m.step for m in store.get_metric_history(run.info.run_id, "eval_accuracy")] == [10, 20]

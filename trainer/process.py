@@ -81,9 +81,16 @@ def set_environment() -> None:
       too. TensorFlow reads the flags once, early; they change nothing for a session whose
       ConfigProto leaves the JIT off (the default).
 
+    - MLflow's HTTP client (``tracking=mlflow`` with an ``http(s)://`` server) tries a request twice,
+      5 seconds each, instead of MLflow's 8 tries with exponential backoff over minutes: a server that
+      does not answer holds a finished run for seconds, and the next command sends what is missing.
+
     After TensorFlow is imported these change nothing (a library user who imported it first keeps
     TensorFlow's defaults).
     """
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")

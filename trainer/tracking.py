@@ -47,9 +47,15 @@ def check_tracking(tracking_cfg) -> None:
 def track(tracking_cfg, run_dir: str, overrides: List[str], experiment: Optional[str] = None,
           since: float = 0.0) -> None:
     """Send ``run_dir``'s record to the tracking server of ``tracking_cfg`` (nothing for ``none``), if
-    this command wrote its ``metrics.json`` (at or after ``since``): a refused command sends nothing."""
+    this command wrote its ``metrics.json`` (at or after ``since``), or if an ended run's record was
+    not all sent before (a send that failed: the next command, even one with nothing to train, sends
+    it). A command refused while another trains the dir sends nothing."""
     record = os.path.join(run_dir, "metrics.json")
-    if tracking_cfg.kind == "none" or not os.path.isfile(record) or os.path.getmtime(record) < since:
+    if tracking_cfg.kind == "none" or not os.path.isfile(record):
+        return
+    written = os.path.getmtime(record)
+    unsent = read_json(os.path.join(run_dir, STATE)).get("sent_record") != written
+    if written < since and not (unsent and read_json(record).get("status") in STATUS):
         return
     try:
         import mlflow  # before _quiet: importing it sets its loggers' levels
@@ -104,7 +110,8 @@ def _to_mlflow(mlflow, tracking_cfg, run_dir: str, overrides: List[str], experim
         client.log_artifacts(run_id, os.path.join(run_dir, "export"), artifact_path="export")
     status = read_json(os.path.join(run_dir, "metrics.json")).get("status")
     client.set_terminated(run_id, STATUS.get(status, "FINISHED"))
-    write_json(state_path, {"run_id": run_id, "rows": len(rows)})
+    write_json(state_path, {"run_id": run_id, "rows": len(rows),
+                            "sent_record": os.path.getmtime(os.path.join(run_dir, "metrics.json"))})
 
 
 def _params(overrides: List[str]) -> Dict[str, str]:

@@ -250,6 +250,28 @@ def _check_checkpoint_cadence(cfg) -> None:
                           "end above its target; restore a step <= train.max_steps, or raise train.max_steps")
 
 
+def _check_model_shapes(model) -> None:
+    """The built-in models' shapes and rates, before any graph is built (a zero-wide layer aborts in
+    oneDNN, far from the key that asked for it); ``model=model_fn``'s params are the user's own."""
+    if model.get("name") == "model_fn" or not model.get("params"):
+        return
+    params = {k: model.params[k] for k in model.params if k in ("hidden_units", "num_classes", "head", "dropout_rate",
+                                                                 "dropout")}
+    for i, units in enumerate(params.get("hidden_units") or ()):
+        if units is None or units < 1:
+            raise ConfigError(f"model.params.hidden_units[{i}]={units}: a layer's width must be >= 1; set "
+                              f"model.params.hidden_units to positive widths, e.g. [128, 64]")
+    classes = params.get("num_classes")
+    if classes is not None and classes < 2 and params.get("head", "classifier") == "classifier":
+        raise ConfigError(f"model.params.num_classes={classes}: a classifier needs at least 2 classes; set it to K "
+                          "(or null for the data's number of classes)")
+    for key in ("dropout_rate", "dropout"):
+        rate = params.get(key)
+        if rate is not None and not 0 <= rate < 1:
+            raise ConfigError(f"model.params.{key}={rate}: a dropout rate is in [0, 1); set model.params.{key}=0.2 "
+                              "(0: none)")
+
+
 def validate(cfg) -> None:
     """Raise ConfigError for the first rule ``cfg`` breaks."""
     _check_keys(cfg)
@@ -308,6 +330,7 @@ def validate(cfg) -> None:
     check_distributed(cfg)
     if not cfg.eval.objective:
         raise ConfigError("eval.objective is empty; name an eval metric, e.g. eval.objective=accuracy")
+    _check_model_shapes(cfg.model)
 
 
 def prepare(cfg, workdir: str):

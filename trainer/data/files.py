@@ -359,7 +359,7 @@ def csv_rows(path: str):
       DataError: the file is not UTF-8 text, or not CSV.
     """
     try:
-        with open(path, newline="") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:  # a UTF-8 BOM (Excel's "CSV UTF-8") is not a name
             yield csv.reader(f)
     except UnicodeDecodeError as e:
         raise DataError(f"{path}: not UTF-8 text (byte {e.start} is {e.object[e.start:e.start + 1]!r}); data=csv reads "
