@@ -65,3 +65,22 @@ def test_graph_cost_script_runs_the_users_loop_beside_every_runner_contender(tmp
     assert results["user"]["vs_user"] == 1.0
     for r in results.values():
         assert r["ms"] > 0 and len(r["blocks_ms"]) == 2
+
+
+def test_public_programs_edits_are_counted_and_each_targets_a_file_of_its_program(tmp_path):
+    """The Estimator side's edits (bench/public_programs.py) change only the program's own files, and
+    an edit that no longer matches its file stops the bench instead of comparing an unedited copy."""
+    from bench.public_programs import PROGRAMS, edited
+
+    for program in PROGRAMS:
+        files = {p.partition("@")[0] for p in program.files}
+        prefix = program.run_dir + "/" if program.run_dir else ""
+        assert all(prefix + name in files for name in program.edits), program.name
+    (tmp_path / "p.py").write_text("import tensorflow as tf\nx = tf.contrib.lookup.index_table_from_tensor(v)\n")
+    rules = {"p.py": [(r"^import tensorflow as tf$", "import tensorflow.compat.v1 as tf"),
+                      (r"tf\.contrib\.lookup\.", "lookup_ops.")]}
+    assert edited(str(tmp_path), rules) == 2
+    assert (tmp_path / "p.py").read_text().splitlines() == ["import tensorflow.compat.v1 as tf",
+                                                           "x = lookup_ops.index_table_from_tensor(v)"]
+    with pytest.raises(SystemExit, match="matches nothing in p.py"):
+        edited(str(tmp_path), rules)
