@@ -81,9 +81,29 @@ def _quiet(*names):
             logger.setLevel(level)
 
 
+def _check_sqlite_store(uri: Optional[str]) -> None:
+    """A ``sqlite:///`` store that cannot be opened fails here at once: MLflow itself retries opening it
+    ten times with backoff, over a minute and a half, holding the finished run.
+
+    Raises:
+      OSError: naming the path and why.
+    """
+    if not uri or not str(uri).startswith("sqlite:///"):
+        return
+    path = str(uri)[len("sqlite:///"):]
+    parent = os.path.dirname(os.path.abspath(path)) or "."
+    if os.path.isdir(path):
+        raise OSError(f"{path} is a directory, not an sqlite file")
+    if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
+        raise OSError(f"{path} cannot be read and written")
+    if not os.path.exists(path) and not (os.path.isdir(parent) and os.access(parent, os.W_OK | os.X_OK)):
+        raise OSError(f"{parent} does not exist or cannot be written, so {path} cannot be made there")
+
+
 def _to_mlflow(mlflow, tracking_cfg, run_dir: str, overrides: List[str], experiment: str) -> None:
     from mlflow.entities import Metric, Param
 
+    _check_sqlite_store(tracking_cfg.uri)
     client = mlflow.tracking.MlflowClient(tracking_cfg.uri)
     state_path = os.path.join(run_dir, STATE)
     state = read_json(state_path)
