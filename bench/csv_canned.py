@@ -5,7 +5,7 @@ table of ``--rows`` rows, ``data=csv`` (streamed and parsed a batch at a time) a
 real ``train`` command, alternating, ``--rounds`` times; steps/s is the mean of the logged rates after
 the first log interval.
 
-    python -m bench.csv_canned --rounds 3 --json bench/csv-canned-2026-12-06.json
+    python -m bench.csv_canned --rounds 3 --json bench/results/csv-canned-2026-12-06.json
 """
 
 import argparse

@@ -6,7 +6,7 @@ images: ``data=numpy`` (an .npz in memory, and a folder of .npy memory-mapped), 
 (8 shards of raw-byte images); and ``data=csv``, a 60,000-row table of 14 numeric columns.
 Variants run interleaved, ``--rounds`` times, in one process.
 
-    python -m bench.data --rounds 3 --json bench/data-2026-12-03.json
+    python -m bench.data --rounds 3 --json bench/results/data-2026-12-03.json
 """
 
 import argparse

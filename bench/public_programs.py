@@ -5,7 +5,7 @@ a side environment:
     python3 -m venv ../est215 && ../est215/bin/pip install tensorflow-cpu==2.15.1 \\
         tensorflow-estimator==2.15.0 "numpy<2" "pandas<2.3" tf-slim
     python -m bench.public_programs --sources SOURCES --reference-python ../est215/bin/python \\
-        --rounds 2 --json out.json
+        --rounds 2 --json bench/results/public-programs.json
 
 ``SOURCES`` holds one entry per repository, named ``owner+name``: either a git directory
 (``owner+name/repo``, as ``git clone --bare`` makes it) read at the commit listed below, or the files
