@@ -272,3 +272,21 @@ def test_train_report_rebuilds_a_summary(tmp_path):
     assert "| finished |" in proc.stdout and len(summary_rows(tmp_path / "sweep")) == 2
     missing = subprocess.run([shutil.which("train-report"), str(tmp_path / "nope")], capture_output=True, text=True)
     assert missing.returncode == 2 and "no such dir" in missing.stderr
+
+
+def test_a_job_whose_objective_is_nan_or_not_a_number_is_never_best(tmp_path):
+    """metrics.json written NaN as null (with non_finite), or a hand-edited string: such jobs sort after
+    every job with a number, and the report does not fail on them."""
+    import json
+
+    from trainer.sweep.report import collect
+
+    for name, value in (("a-nan", None), ("b-text", "0.99"), ("c-good", 0.8), ("d-better", 0.9)):
+        job = tmp_path / name
+        (job / ".hydra").mkdir(parents=True)
+        (job / ".hydra" / "overrides.yaml").write_text(f"- train.seed={len(name)}\n")
+        record = {"status": "finished", "objective": "accuracy", "eval_accuracy": value}
+        if value is None:
+            record["non_finite"] = ["eval_accuracy"]
+        (job / "metrics.json").write_text(json.dumps(record))
+    assert [r["job"] for r in collect(str(tmp_path))][:2] == ["d-better", "c-good"]

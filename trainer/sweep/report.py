@@ -12,6 +12,7 @@ import contextlib
 import csv
 import json
 import logging
+import math
 import os
 import sys
 from typing import Dict, List, Optional
@@ -77,12 +78,21 @@ def collect(sweep_dir: str) -> List[Dict]:
 def _sorted(rows: List[Dict]) -> List[Dict]:
     """Finished jobs by their objective (best first), then the others."""
     def key(row):
-        value = row.get(eval_key(row['objective']))
+        value = _objective_value(row)
         if row["status"] != "finished" or value is None:
             return (1, 0.0)
         return (0, -value if row["direction"] == "maximize" else value)
 
     return sorted(rows, key=key)
+
+
+def _objective_value(row: Dict) -> Optional[float]:
+    """The row's objective as a finite number; None for a missing, NaN, infinite or non-numeric one
+    (such a job is never "best")."""
+    value = row.get(eval_key(row["objective"]))
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def _columns(rows: List[Dict]) -> List[str]:
@@ -152,7 +162,7 @@ def _plot(sweep_dir: str, rows: List[Dict]) -> Optional[str]:
     except ImportError:
         log.info("matplotlib is not installed (pip install '.[sweep]'): no summary.png")
         return None
-    done = [r for r in rows if r.get(eval_key(r["objective"])) is not None]
+    done = [r for r in rows if _objective_value(r) is not None]
     params = sorted({p for r in rows for p in r["params"] if len({str(x["params"].get(p)) for x in rows}) > 1})
     objective = done[0]["objective"] if done else "accuracy"
     colours = {r["job"]: plt.get_cmap("tab10" if len(rows) <= 10 else "tab20")(i % 20) for i, r in enumerate(rows)}
