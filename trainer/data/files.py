@@ -615,6 +615,27 @@ def _scan_labels(source: FileSource) -> List:
     return labels
 
 
+def _source_features(kind: str, given: Dict[str, Feature], label_key: str, train_files: List[str],
+                     eval_files: List[str]) -> Dict[str, Feature]:
+    """Every feature of the files, the label's included: TFRecord's from ``data.features``, CSV's from the
+    first file's header (every file must have the same one)."""
+    if kind == "tfrecord":
+        if not given:
+            raise ConfigError("data.features is not set; data=tfrecord needs the feature spec, e.g. "
+                              "data.features.image='{shape: [32, 32, 3], dtype: uint8, encoding: raw}'")
+        features = dict(given)
+        features.setdefault(label_key, Feature(label_key, (), "int64"))
+        return features
+    features = csv_columns(train_files[0], given)
+    for path in train_files[1:] + eval_files:
+        with csv_rows(path) as reader:
+            header = next(reader, None)
+        if header != list(features):
+            raise DataError(f"{path}: header {header} differs from {train_files[0]}'s {list(features)}; "
+                            "give every CSV file the same columns")
+    return features
+
+
 def load_files(data_cfg) -> FileSource:
     """``data=tfrecord`` or ``data=csv`` as config describes it; files listed and the first record of
     each split checked against the spec (nothing is loaded whole).
@@ -632,20 +653,7 @@ def load_files(data_cfg) -> FileSource:
     eval_files = list_files(data_cfg.get("eval_files"), "data.eval_files")
     given = parse_features(OmegaConf.to_container(data_cfg.features, resolve=True) if data_cfg.get("features") else {})
     label_key = _label_feature(given, data_cfg.get("label_key"), kind)
-    if kind == "tfrecord":
-        if not given:
-            raise ConfigError("data.features is not set; data=tfrecord needs the feature spec, e.g. "
-                              "data.features.image='{shape: [32, 32, 3], dtype: uint8, encoding: raw}'")
-        features = dict(given)
-        features.setdefault(label_key, Feature(label_key, (), "int64"))
-    else:
-        features = csv_columns(train_files[0], given)
-        for path in train_files[1:] + eval_files:
-            with csv_rows(path) as reader:
-                header = next(reader, None)
-            if header != list(features):
-                raise DataError(f"{path}: header {header} differs from {train_files[0]}'s {list(features)}; "
-                                "give every CSV file the same columns")
+    features = _source_features(kind, given, label_key, train_files, eval_files)
     if label_key not in features:
         raise ConfigError(f"data.label_key={label_key}: no such {'feature' if kind == 'tfrecord' else 'column'} "
                           f"(there are {', '.join(features)})")
