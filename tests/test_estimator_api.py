@@ -377,6 +377,108 @@ def test_a_programs_model_dir_resumes_under_the_train_command_and_back(tmp_path)
     assert "step 110" in done.stdout
 
 
+FULL_PROGRAM = '''
+"""Trains a two-class model on three numbers (the custom Estimator tutorial's shape)."""
+import argparse
+
+import numpy as np
+import tensorflow as tf
+
+
+def model_fn(features, labels, mode, params):
+    logits = tf.compat.v1.layers.dense(features["x"], 2, name="logits")
+    predicted = tf.argmax(logits, 1)
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        predictions = {"class_ids": predicted, "probabilities": tf.nn.softmax(logits)}
+        return tf.estimator.EstimatorSpec(mode, predictions=predictions, export_outputs={
+            "predict": tf.estimator.export.PredictOutput(predictions)})
+    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    accuracy = tf.compat.v1.metrics.accuracy(labels, predicted)
+    if mode == tf.estimator.ModeKeys.EVAL:
+        return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops={"accuracy": accuracy})
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(params["lr"]).minimize(
+        loss, global_step=tf.compat.v1.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def examples(seed, count):
+    x = np.random.RandomState(seed).normal(size=(count, 3)).astype(np.float32)
+    return {"x": x}, (x[:, 0] > 0).astype(np.int64)
+
+
+def input_fn(features, labels, batch_size, training):
+    dataset = tf.data.Dataset.from_tensor_slices((features, labels))
+    return dataset.shuffle(200).repeat().batch(batch_size) if training else dataset.batch(batch_size)
+
+
+def eval_input_fn():
+    return input_fn(*examples(1, 100), 25, training=False)
+
+
+def serving_input_receiver_fn():
+    x = tf.compat.v1.placeholder(tf.float32, [None, 3], name="x")
+    return tf.estimator.export.ServingInputReceiver({"x": x}, {"x": x})
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--train_steps", type=int, default=30)
+    args = parser.parse_args()
+    classifier = tf.estimator.Estimator(model_fn, model_dir="model", params={"lr": 0.5})
+    train_x, train_y = examples(0, 200)
+    classifier.train(input_fn=lambda: input_fn(train_x, train_y, 20, training=True), steps=args.train_steps)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.cli
+def test_the_train_commands_other_modes_run_on_a_programs_model_dir(tmp_path):
+    """A program trained into model_dir with a lambda input and never evaluated: ``train
+    resume=model_dir mode=evaluate|predict|export`` asks, in one line, only for the input that mode
+    reads (never the training input, never eval.enabled), then runs; the record still continues
+    the training as the program left it."""
+    (tmp_path / "program.py").write_text(FULL_PROGRAM)
+
+    def run(*command):  # the program's own functions are in __main__ there: model.fn names them
+        return subprocess.run(list(command), cwd=tmp_path, capture_output=True, text=True, timeout=600)
+
+    def error_line(done):
+        assert done.returncode == 2, done.stderr[-3000:]
+        (line,) = [e for e in done.stderr.splitlines() if e.startswith("error:")]
+        assert "eval.enabled" not in line and "train_fn" not in line, line
+        return line
+
+    done = run(LAUNCHER, "program.py")
+    assert done.returncode == 0, done.stderr[-3000:]
+    saved = (tmp_path / "model" / ".hydra" / "overrides.yaml").read_text()
+    assert "mode=evaluate needs data.eval_fn=MODULE.FUNCTION" in error_line(run(TRAIN, "resume=model", "model.fn=program.model_fn", "mode=evaluate"))
+    done = run(TRAIN, "resume=model", "model.fn=program.model_fn", "mode=evaluate", "data.eval_fn=program.eval_input_fn")
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["global_step"] == 30 and result["examples"] == 100 and result["metrics"]["accuracy"] > 0.8
+
+    assert "export.serving_input_fn=MODULE.FUNCTION" in error_line(run(TRAIN, "resume=model", "model.fn=program.model_fn", "mode=export"))
+    done = run(TRAIN, "resume=model", "model.fn=program.model_fn", "mode=export", "export.serving_input_fn=program.serving_input_receiver_fn")
+    assert done.returncode == 0, done.stderr[-3000:]
+    exported = json.loads(done.stdout.strip().splitlines()[-1])["export_dir"]
+    loaded = tf.saved_model.load(exported)
+    out = loaded.signatures["serving_default"](x=tf.constant([[2.0, 0, 0], [-2.0, 0, 0]]))
+    assert out["class_ids"].numpy().tolist() == [1, 0]
+
+    assert "predict.input_fn=MODULE.FUNCTION" in error_line(run(TRAIN, "resume=model", "model.fn=program.model_fn", "mode=predict"))
+    done = run(TRAIN, "resume=model", "model.fn=program.model_fn", "mode=predict", "data.eval_fn=program.eval_input_fn")
+    assert done.returncode == 0, done.stderr[-3000:]
+    predictions = np.load(json.loads(done.stdout.strip().splitlines()[-1])["predictions"])
+    assert predictions["class_ids"].shape == (100,)
+
+    assert (tmp_path / "model" / ".hydra" / "overrides.yaml").read_text() == saved  # training resumes as before
+    refused = run(TRAIN, "resume=model", "model.fn=program.model_fn", "train.max_steps=40")
+    assert refused.returncode == 2 and "data.train_fn=MODULE.FUNCTION" in refused.stderr
+
+
 def test_the_record_names_importable_callables_and_lists_the_rest():
     import functools
 

@@ -58,7 +58,10 @@ def _check_program_needs(run_dir: str, overrides: List[str]) -> None:
         return
     record = OmegaConf.load(path)
     given = {override_key(o) for o in overrides}
-    missing = {k: v for k, v in (record.get("needs") or {}).items() if k not in given}
+    modes = [o.split("=", 1)[1] for o in overrides if override_key(o) == "mode"]
+    training = not modes or modes[-1] in ("train", "train_and_evaluate")
+    missing = {k: v for k, v in (record.get("needs") or {}).items()
+               if k not in given and (training or k != "data.train_fn")}  # evaluate, predict, export: no training input
     if missing:
         what = "; ".join(f"{k}=MODULE.FUNCTION (the program's {v} is not importable)" for k, v in missing.items())
         raise ConfigError(f"resume={run_dir}: trained by the program {record.get('program')}; give {what}, "

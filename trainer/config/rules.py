@@ -10,6 +10,7 @@ import copy
 import dataclasses
 import math
 import os
+from typing import Tuple
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -272,17 +273,44 @@ def _check_model_shapes(model) -> None:
                               "(0: none)")
 
 
+def _input_fns_needed(cfg) -> Tuple[str, ...]:
+    """The ``data=input_fn`` keys a mode reads: training reads ``data.train_fn`` (and ``data.eval_fn``
+    when it evaluates); evaluate reads ``data.eval_fn``; predict and export read it unless
+    ``predict.input_fn``/``predict.input`` or ``export.serving_input_fn`` stands in for it."""
+    if cfg.mode in ("train", "train_and_evaluate"):
+        return ("train_fn", "eval_fn") if cfg.eval.enabled else ("train_fn",)
+    if cfg.mode == "predict" and (cfg.predict.input_fn or cfg.predict.input):
+        return ()
+    if cfg.mode == "export" and cfg.export.serving_input_fn:
+        return ()
+    return ("eval_fn",)
+
+
+def _check_input_fns(cfg) -> None:
+    """Each input_fn the mode reads is given, and the message says what it is for."""
+    what = {"evaluate": "the input_fn to evaluate on",
+            "predict": "the input_fn of the features to predict (or predict.input_fn=MODULE.FUNCTION)",
+            "export": "an input_fn whose features shape the serving signature (or export.serving_input_fn="
+                      "MODULE.FUNCTION, a serving_input_receiver_fn)"}
+    if cfg.data.name != "input_fn":
+        return
+    for key in _input_fns_needed(cfg):
+        if not OmegaConf.is_missing(cfg.data, key) and cfg.data.get(key):
+            continue
+        if cfg.mode in what:
+            raise ConfigError(f"data.{key} is not set; mode={cfg.mode} needs data.{key}=MODULE.FUNCTION, {what[cfg.mode]}")
+        raise ConfigError(f"data.{key} is not set; data=input_fn needs data.train_fn and data.eval_fn (dotted paths)")
+
+
 def validate(cfg) -> None:
     """Raise ConfigError for the first rule ``cfg`` breaks."""
     _check_keys(cfg)
     if OmegaConf.is_missing(cfg.model, "fn"):
         raise ConfigError("model.fn is not set; give your model_fn as a dotted path, e.g. model.fn=my_pkg.my_module.model_fn")
-    if not cfg.eval.enabled and cfg.mode != "train":
-        raise ConfigError(f"eval.enabled=false with mode={cfg.mode}: only mode=train runs without an evaluation; "
-                          "set eval.enabled=true")
-    for key in ("train_fn", "eval_fn") if cfg.eval.enabled else ("train_fn",):
-        if OmegaConf.is_missing(cfg.data, key):
-            raise ConfigError(f"data.{key} is not set; data=input_fn needs data.train_fn and data.eval_fn (dotted paths)")
+    if not cfg.eval.enabled and cfg.mode == "train_and_evaluate":
+        raise ConfigError("eval.enabled=false with mode=train_and_evaluate: it evaluates as it trains; set "
+                          "eval.enabled=true, or mode=train")
+    _check_input_fns(cfg)
     if cfg.mode == "train_and_evaluate" and not cfg.eval.every_steps:
         raise ConfigError("mode=train_and_evaluate: eval.every_steps is not set; e.g. eval.every_steps=1000")
     _positive("train.max_steps", cfg.train.max_steps, allow_none=True)
