@@ -498,3 +498,98 @@ def test_a_csv_file_saved_with_a_utf8_bom_reads_its_first_column_by_name(tmp_pat
     path = tmp_path / "excel.csv"
     path.write_bytes("\ufeffage,label\n".encode("utf-8") + b"".join(b"%d,%d\n" % (i, i % 2) for i in range(12)))
     assert list(file_data.csv_columns(str(path), {})) == ["age", "label"]
+
+
+def test_a_csv_training_batch_larger_than_its_rows_is_refused(make_cfg, tmp_path):
+    """200 CSV rows and train.batch_size=100000000: each batch would repeat the rows half a million
+    times (17 GB); the run is refused before the graph runs, naming the key and what fits."""
+    train_csv = write_csv(tmp_path / "train.csv", 200, seed=0)
+    cfg = make_cfg(*NOT_ARRAYS, "data=csv", f"data.train_files={train_csv}", f"data.eval_files={train_csv}",
+                   "data.label_key=income_bracket", "train.max_steps=3", "train.batch_size=100000000")
+    with pytest.raises(ConfigError, match=r"^train.batch_size=100000000: larger than the 200 training examples.*"
+                                          r"at most 200"):
+        run(cfg, str(tmp_path / "run"))
+    assert run(make_cfg(*NOT_ARRAYS, "data=csv", f"data.train_files={train_csv}", f"data.eval_files={train_csv}",
+                        "data.label_key=income_bracket", "train.max_steps=3", "train.batch_size=200"),
+               str(tmp_path / "run2"))["global_step"] == 3
+
+
+def _table(path, header, rows):
+    with open(path, "w", newline="") as f:
+        f.write(",".join(header) + "\n")
+        for row in rows:
+            f.write(",".join(row) + "\n")
+    return path
+
+
+def _counts(n, at=None, value=None):
+    """Rows of (count, x, label): an integer column, a number column and a 0/1 label; ``value``
+    written in the integer column at row ``at``."""
+    rng = np.random.default_rng(0)
+    return [[value if i == at else str(i), f"{rng.normal():.4f}", str(i % 2)] for i in range(n)]
+
+
+@pytest.mark.parametrize("case", ["underscore digits, sampled", "other scripts' digits, sampled",
+                                  "underscore digits, past the sample", "a quoted line break, sampled",
+                                  "a quoted line break, past the sample", "a header name twice",
+                                  "a header column without a name", "an int64 label Python reads and TensorFlow not"])
+def test_csv_text_tensorflow_reads_otherwise_than_python_is_named_by_file_and_line(make_cfg, tmp_path, case):
+    """Values Python's int()/float() take and tf.io.decode_csv does not, a quoted field over two lines
+    (TensorFlow reads one line per row), a header naming a column twice or not at all: each is one
+    line naming the file, the line an editor shows, the column and the fix, before training or, for
+    a row past the sampled ones, as the run fails (not TensorFlow's record number in its batch)."""
+    header, rows, line = ["count", "x", "label"], _counts(300), None
+    if case == "underscore digits, sampled":
+        rows, line, says = _counts(300, 40, "1_000"), 42, r"column 'count' is '1_000', not a number"
+    elif case == "other scripts' digits, sampled":
+        rows, line, says = _counts(300, 40, "\u0661\u0662"), 42, r"column 'count' is '\u0661\u0662', not a number"
+    elif case == "underscore digits, past the sample":
+        rows, says = _counts(300, 250, "1_000"), r"row 251 \(line 252\): column 'count' is '1_000', not an integer"
+    elif case == "a quoted line break, sampled":
+        rows, line, says = _counts(300, 40, '"1\n2"'), 42, "the quoted value of column 'count' runs over more than one line"
+    elif case == "a quoted line break, past the sample":
+        rows, says = _counts(300, 250, '"1\n2"'), r"row 251 \(line 252\): the quoted value of column 'count' runs over"
+    elif case == "a header name twice":
+        header, line, says = ["count", "count", "label"], 1, r"the header names column 'count' twice \(columns 1 and 2\)"
+    elif case == "a header column without a name":
+        header, line, says = ["count", "", "label"], 1, "column 2 of the header has no name"
+    else:
+        rows = [[r[0], r[1], "1_0" if i == 250 else r[2]] for i, r in enumerate(_counts(300))]
+        line, says = 252, r"label '1_0' is not int64 as TensorFlow reads it"
+    data = _table(tmp_path / "table.csv", header, rows)
+    cfg = make_cfg(*NOT_ARRAYS, "data=csv", f"data.train_files={data}", f"data.eval_files={data}", "data.label_key=label",
+                   "model=mlp", "model.params.hidden_units=[4]", "train.max_steps=40", "train.batch_size=50",
+                   "eval.every_steps=null")
+    where = re.escape(f"{data}:{line}: ") if line else re.escape(f"{data}: ")
+    with pytest.raises(DataError, match=where + says):
+        run(cfg, str(tmp_path / "run"))
+
+
+FEATURE_COLUMN_MODEL = '''
+import tensorflow as tf
+
+
+def model_fn(features, labels, mode, params):
+    columns = [tf.feature_column.numeric_column(name) for name in sorted(features)]
+    net = tf.compat.v1.feature_column.input_layer(features, columns)
+    logits = tf.compat.v1.layers.dense(net, 2)
+    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    if mode == tf.estimator.ModeKeys.EVAL:
+        return tf.estimator.EstimatorSpec(mode, loss=loss)
+    train_op = tf.compat.v1.train.AdagradOptimizer(0.1).minimize(loss, tf.compat.v1.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+'''
+
+
+def test_a_csv_header_name_feature_columns_refuse_is_named_with_its_fix(make_cfg, tmp_path, monkeypatch):
+    """A spreadsheet's header ("hours per week") read by a model_fn that makes a feature column of each
+    feature: one line naming the file's header, the column and a name TensorFlow takes."""
+    (tmp_path / "census_model.py").write_text(FEATURE_COLUMN_MODEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    data = _table(tmp_path / "table.csv", ["age", "hours per week", "label"], _counts(100))
+    cfg = make_cfg(*NOT_ARRAYS, "data=csv", f"data.train_files={data}", f"data.eval_files={data}", "data.label_key=label",
+                   "model=model_fn", "model.fn=census_model.model_fn", "train.max_steps=4", "train.batch_size=10")
+    with pytest.raises(DataError, match=re.escape(f"{data}:1: column 'hours per week' of the header is not a name "
+                                                  "TensorFlow takes") + ".*e.g. 'hours_per_week'"):
+        run(cfg, str(tmp_path / "run"))
+    assert not (tmp_path / "run" / "checkpoints").exists()

@@ -134,6 +134,70 @@ def test_private_estimator_paths_resolve_and_a_missing_one_is_one_line():
         __import__("tensorflow_estimator.python.estimator.util_nonesuch")
 
 
+TRAIN_AND_EVALUATE_PROGRAM = '''
+"""train_and_evaluate over an evaluation set that takes long to go through."""
+import sys
+
+import tensorflow as tf
+
+
+def model_fn(features, labels, mode):
+    logits = tf.compat.v1.layers.dense(features["x"], 2)
+    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    train_op = tf.compat.v1.train.AdamOptimizer(0.01).minimize(loss, tf.compat.v1.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def examples(count):
+    x = tf.random.stateless_normal([count, 3], seed=[1, 2])
+    return tf.data.Dataset.from_tensor_slices(({"x": x}, tf.cast(x[:, 0] > 0, tf.int64)))
+
+
+def train_input_fn():
+    return examples(1000).repeat().batch(10)
+
+
+def eval_input_fn():
+    print("evaluation input built", flush=True)
+    return examples(1000).repeat(100000).batch(1)  # a long evaluation
+
+
+estimator = tf.estimator.Estimator(model_fn, model_dir=sys.argv[1],
+                                   config=tf.estimator.RunConfig(save_checkpoints_steps=20))
+tf.estimator.train_and_evaluate(estimator, tf.estimator.TrainSpec(train_input_fn, max_steps=10000000),
+                                tf.estimator.EvalSpec(eval_input_fn, steps=None, throttle_secs=0))
+'''
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize("signal_number,status", [(2, 130), (15, 143)])
+def test_a_signal_during_train_and_evaluates_evaluation_stops_within_seconds(tmp_path, signal_number, status):
+    """The evaluation train_and_evaluate runs after a checkpoint is saved (inside the saver's listener)
+    ends within seconds of SIGTERM or SIGINT: the run stops as in training (one line, the train
+    command's status), with the checkpoint it had saved, and no evaluation recorded."""
+    import time
+
+    (tmp_path / "program.py").write_text(TRAIN_AND_EVALUATE_PROGRAM)
+    model_dir = tmp_path / "m"
+    proc = subprocess.Popen([LAUNCHER, "program.py", str(model_dir)], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "evaluation input built"
+        time.sleep(2)
+        assert proc.poll() is None
+        proc.send_signal(signal_number)
+        sent = time.time()
+        out, err = proc.communicate(timeout=60)
+        waited = time.time() - sent
+    finally:
+        proc.kill()
+    assert proc.returncode == status, err[-3000:]
+    assert waited < 5, waited
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("error: stopped by SIG"), err[-2000:]
+    assert int(tf.train.latest_checkpoint(str(model_dir)).rsplit("-", 1)[1]) >= 20
+    assert not os.path.exists(model_dir / "eval") or not os.listdir(model_dir / "eval")
+
+
 def test_params_recorded_for_resume_come_back_exactly_or_are_asked_for():
     from trainer.estimator.record import _round_trips, _yaml_value
 

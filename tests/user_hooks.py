@@ -89,6 +89,27 @@ class SlowSteps(tf1.train.SessionRunHook):
         time.sleep(self.secs)
 
 
+class HangingStep(tf1.train.SessionRunHook):
+    """Makes the step at ``step`` hang inside ``Session.run`` (an op that sleeps for ``secs``), as a
+    huge batch or an input that never answers does."""
+
+    def __init__(self, step: int, secs: float = 600.0):
+        self.step, self.secs = step, secs
+
+    def begin(self):
+        import time
+
+        def sleep_at(step):
+            if int(step) == self.step:
+                time.sleep(self.secs)
+            return step
+
+        self._op = tf.py_function(sleep_at, [tf1.train.get_global_step()], tf.int64)
+
+    def before_run(self, run_context):
+        return tf1.train.SessionRunArgs(self._op)
+
+
 class AbortOnceHook(tf.compat.v1.train.SessionRunHook):
     """Raises one AbortedError at the 7th step of its process, as a preempted parameter server does."""
 

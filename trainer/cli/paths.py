@@ -29,7 +29,7 @@ RUNS_ROOT = "outputs"
 _SCHEDULE_KEYS = {
     "train.max_steps", "session", "device", "hooks", "hook", "resume",
     "eval.every_steps", "eval.batch_size", "eval.steps", "checkpoint.every_steps", "checkpoint.every_secs", "checkpoint.keep",
-    "summary.every_steps", "mode", "distributed", "train.stalled_steps_limit", "checkpoint.restore_step",
+    "summary.every_steps", "mode", "distributed", "train.stalled_steps_limit", "train.stop_grace_secs", "checkpoint.restore_step",
     "train.max_skipped_steps",
 }
 _SCHEDULE_PREFIXES = ("session.", "device.", "hooks.", "hook.", "log.", "predict.", "export.", "eval.checkpoint",

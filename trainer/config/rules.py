@@ -320,6 +320,7 @@ def validate(cfg) -> None:
                           "ever; set train.max_steps=N")
     _positive("train.stalled_steps_limit", cfg.train.stalled_steps_limit, allow_zero=True)
     _positive("train.max_skipped_steps", cfg.train.max_skipped_steps)
+    _positive("train.stop_grace_secs", cfg.train.stop_grace_secs)
     _positive("train.batch_size", cfg.train.batch_size)
     if cfg.train.seed is not None and cfg.train.seed < 0:
         raise ConfigError(f"train.seed={cfg.train.seed}: must be >= 0, or null for a random seed")

@@ -269,6 +269,7 @@ class TrainConfig:
     max_skipped_steps: int = 10  # on_nan=skip_step: fail after this many skipped steps in a row
     ema_decay: Optional[float] = None  # keep a moving average of the weights; evaluate, predict and export with it
     stalled_steps_limit: int = 100  # fail when the global step stays the same this many steps in a row; 0: off
+    stop_grace_secs: float = 4.0  # after SIGTERM/SIGINT, how long the step in progress may take to end; then exit without its checkpoint
 
 
 @dataclass

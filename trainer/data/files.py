@@ -27,6 +27,7 @@ import gzip
 import logging
 import math
 import os
+import re
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -343,12 +344,30 @@ def inferred_classes(largest: int, where: str) -> int:
 # --- CSV -------------------------------------------------------------------------------------
 
 
-def _parses(value: str, kind) -> bool:
-    try:
-        kind(value)
-        return True
-    except ValueError:
-        return False
+# What tf.io.decode_csv reads as an integer and as a number (checked against it on TF 2.21): Python's
+# int() and float() take more (``1_000``, digits of other scripts), which TensorFlow refuses mid-run.
+_INTEGER = re.compile(r"[ \t]*[+-]?[0-9]+[ \t]*\Z")
+_NUMBER = re.compile(r"[ \t]*[+-]?(?:[0-9]+\.?[0-9]*(?:e[+-]?[0-9]+)?|\.[0-9]+(?:e[+-]?[0-9]+)?|0x[0-9a-f]+"
+                     r"|inf(?:inity)?|nan)[ \t]*\Z", re.I | re.A)
+_INTEGER_BITS = {"int64": 64, "int32": 32}
+
+
+def reads_as(value: str, dtype: str) -> bool:
+    """Whether TensorFlow's CSV parser reads ``value`` as ``dtype`` (an integer in its range, a number)."""
+    if dtype in _INTEGER_BITS:
+        bits = _INTEGER_BITS[dtype]
+        return bool(_INTEGER.match(value)) and -2 ** (bits - 1) <= int(value) < 2 ** (bits - 1)
+    if dtype == "float32":
+        return bool(_NUMBER.match(value))
+    return True
+
+
+def csv_number(value) -> float:
+    """A CSV value :func:`reads_as` float32, as TensorFlow reads it (hexadecimal included); a number as it is."""
+    if not isinstance(value, str):
+        return float(value)
+    text = value.strip()
+    return float.fromhex(text) if "x" in text.lower() else float(text)
 
 
 @contextlib.contextmanager
@@ -379,11 +398,14 @@ def csv_columns(path: str, given: Dict[str, Feature], sample_rows: int = 100) ->
     """
     with csv_rows(path) as reader:
         header = next(reader, None)
-        rows = []
+        rows, line = [], reader.line_num
         for _, row in zip(range(sample_rows), reader):
+            check_one_line(row, header or [], f"{path}:{line + 1}")
             rows.append((reader.line_num, row))
+            line = reader.line_num
     if not header:
         raise DataError(f"{path}: empty, no header line; CSV files need a header naming the columns")
+    _check_header(header, path)
     unknown = set(given) - set(header)
     if unknown:
         raise ConfigError(f"data.features: {sorted(unknown)} are not columns of {path} ({', '.join(header)})")
@@ -397,15 +419,34 @@ def csv_columns(path: str, given: Dict[str, Feature], sample_rows: int = 100) ->
     return columns
 
 
+def _check_header(header: List[str], path: str) -> None:
+    """Each column named, once."""
+    for i, name in enumerate(header):
+        if not name.strip():
+            raise DataError(f"{path}:1: column {i + 1} of the header has no name; name every column")
+        if name in header[:i]:
+            raise DataError(f"{path}:1: the header names column {name!r} twice (columns {header.index(name) + 1} and "
+                            f"{i + 1}); give each column its own name")
+
+
+def check_one_line(row: List[str], header: List[str], where: str) -> None:
+    """A row is one line of text: TensorFlow's CSV reader splits at every line break, quoted or not."""
+    for i, value in enumerate(row):
+        if "\n" in value or "\r" in value:
+            name = header[i] if i < len(header) else f"field {i + 1}"
+            raise DataError(f"{where}: the quoted value of column {name!r} runs over more than one line, and "
+                            "TensorFlow reads a CSV file one line per row; remove the line breaks inside the quotes")
+
+
 def _inferred(path: str, name: str, index: int, rows: List[Tuple[int, List[str]]]) -> str:
     values = [(line, row[index]) for line, row in rows if index < len(row) and row[index] != ""]
-    if values and all(_parses(v, int) for _, v in values):
+    if values and all(reads_as(v, "int64") for _, v in values):
         return "int64"
-    numbers = [v for _, v in values if _parses(v, float)]
+    numbers = [v for _, v in values if reads_as(v, "float32")]
     if values and len(numbers) == len(values):
         return "float32"
     if len(numbers) >= 0.9 * len(values) and len(values) >= 10:
-        line, value = next((line, v) for line, v in values if not _parses(v, float))
+        line, value = next((line, v) for line, v in values if not reads_as(v, "float32"))
         raise DataError(
             f"{path}:{line}: column {name!r} is {value!r}, not a number, while {len(numbers)} of its first "
             f"{len(values)} values are numbers; if it is a number column, fix those rows (an empty cell takes "
@@ -420,10 +461,10 @@ def check_csv_row(row: List[str], columns: Dict[str, Feature], where: str) -> No
     for value, spec in zip(row, columns.values()):
         if value == "" and spec.default is None:
             raise DataError(f"{where}: column {spec.name!r} is empty; fill it, or give data.features.{spec.name}.default")
-        if value and spec.dtype in ("int64", "int32") and not _parses(value, int):
-            raise DataError(f"{where}: column {spec.name!r} is {value!r}, not an integer; fix the row or "
-                            f"data.features.{spec.name}.dtype")
-        if value and spec.dtype == "float32" and not _parses(value, float):
+        if value and spec.dtype in ("int64", "int32") and not reads_as(value, spec.dtype):
+            raise DataError(f"{where}: column {spec.name!r} is {value!r}, not an integer TensorFlow reads as "
+                            f"{spec.dtype} (ASCII digits, an optional sign); fix the row or data.features.{spec.name}.dtype")
+        if value and spec.dtype == "float32" and not reads_as(value, "float32"):
             raise DataError(f"{where}: column {spec.name!r} is {value!r}, not a number; fix the row or "
                             f"data.features.{spec.name}.dtype")
 
@@ -495,6 +536,17 @@ class FileSource:
         count, index = by_record
         return len(range(index, total, count))
 
+    def column_name_error(self, error: Exception) -> Optional[DataError]:
+        """TensorFlow's refusal of a name as a scope (a feature column's, a layer's), when the name is
+        one of this source's CSV columns: one line naming the header and the fix; None otherwise."""
+        found = re.match(r"'(.*)' is not a valid scope name", str(error), re.S)
+        if self.kind != "csv" or found is None or found.group(1) not in self.features:
+            return None
+        name = found.group(1)
+        return DataError(f"{self.train_files[0]}:1: column {name!r} of the header is not a name TensorFlow takes for a "
+                         "feature column or scope (letters, digits and _ . - / only); rename it in the header of "
+                         f"every file, e.g. {re.sub(r'[^A-Za-z0-9_.-]', '_', name)!r}")
+
     def packed_like(self, ignored=()) -> np.ndarray:
         """An empty array shaped and typed like one batch of the built-in models' packed input (for
         checking ``predict.input``): a single input as stored, several as float32 [0, total size]."""
@@ -533,12 +585,15 @@ class FileSource:
             return
         with csv_rows(path) as reader:
             next(reader, None)
+            line = reader.line_num
             for index, row in enumerate(reader):
                 if limit is not None and index >= limit:
                     return
+                first, line = line + 1, reader.line_num
                 if not row:
                     continue
-                where = f"{path}: row {index + 1} (line {reader.line_num})"
+                where = f"{path}: row {index + 1} (line {first})"
+                check_one_line(row, list(self.features), where)
                 check_csv_row(row, self.features, where)
                 self._check_label(row[list(self.features).index(self.label_key)], where)
                 if numbers:
@@ -550,7 +605,7 @@ class FileSource:
             if spec.encoding or spec.var_len or spec.dtype == "string" or name not in values:
                 continue
             raw = values[name]
-            found = [float(v) for v in (raw if isinstance(raw, (list, tuple)) else [raw]) if v != ""]
+            found = [csv_number(v) for v in (raw if isinstance(raw, (list, tuple)) else [raw]) if v != ""]
             if not all(math.isfinite(v) for v in found):
                 raise DataError(f"{where}: feature {name!r} is NaN or Inf; fix or drop the record")
             if spec.dtype in ("int64", "int32") and any(abs(v) > 2**24 for v in found):
@@ -574,7 +629,7 @@ class FileSource:
             if str(value) not in self.label_vocabulary:
                 raise DataError(f"{where}: label {value!r} is not in data.label_vocabulary {self.label_vocabulary}")
             return
-        number = float(value)
+        number = csv_number(value)
         if self.features[self.label_key].dtype == "float32":  # a regressor's number
             if not math.isfinite(number):
                 raise DataError(f"{where}: label {value} is not a finite number; fix the record")
@@ -596,10 +651,17 @@ def _scan_labels(source: FileSource) -> List:
     labels = []
     if source.kind == "csv":
         column = list(source.features).index(source.label_key)
+        dtype = source.features[source.label_key].dtype
         for path in source.train_files:
             with csv_rows(path) as reader:
                 next(reader, None)
-                labels.extend(row[column] for row in reader if row and column < len(row))
+                for row in reader:
+                    if not row or column >= len(row):
+                        continue
+                    if not reads_as(row[column], dtype):
+                        raise DataError(f"{path}:{reader.line_num}: label {row[column]!r} is not {dtype} as TensorFlow "
+                                        f"reads it; fix the row, or set data.features.{source.label_key}.dtype")
+                    labels.append(row[column])
         return labels
     from tensorflow.core.example import example_pb2
 
@@ -684,7 +746,7 @@ def load_files(data_cfg) -> FileSource:
     elif source.label_vocabulary is not None:
         num_classes = len(source.label_vocabulary)
     elif num_classes is None:
-        labels = [int(float(v)) for v in _scan_labels(source)]
+        labels = [int(csv_number(v)) for v in _scan_labels(source)]
         num_classes = inferred_classes(max(labels), f"data.label_key={label_key}") if labels else 1
         log.info("data.label_key=%s: %d classes (the largest training label plus one; data.num_classes sets it)",
                  label_key, num_classes)

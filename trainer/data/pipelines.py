@@ -131,6 +131,22 @@ def _rows_reader(x: np.ndarray, placeholder):
     return rows
 
 
+def check_batch_fits(batch_size: int, examples: int, replicas=(1, 0)) -> None:
+    """A training batch holds each example at most once: a batch larger than the examples (this
+    task's share of them) would repeat them within it, and a huge one would fill memory.
+
+    Raises:
+      ConfigError: naming ``train.batch_size`` and the largest that fits.
+    """
+    count, shard = replicas
+    share = len(range(shard, examples, count))
+    if batch_size > share:
+        task = "" if count <= 1 else f" of training task {shard} of {count}"
+        raise ConfigError(f"train.batch_size={batch_size}: larger than the {share} training examples{task}, so a "
+                          f"batch would hold examples more than once; set train.batch_size to at most {share}, or "
+                          "use more data")
+
+
 def make_pipeline(
     images: np.ndarray, labels: np.ndarray, batch_size: int, feature_key: str, train: bool,
     seed: Optional[int] = None, shuffle_buffer: Optional[int] = None, replicas=(1, 0),
@@ -387,6 +403,7 @@ def make_file_pipeline(source: FileSource, batch_size: int, train: bool, pack_ke
     lines = _csv_lines_in_memory(source) if train else None
     if lines is not None:
         source.check_training_records(replicas)
+        check_batch_fits(batch_size, len(lines), replicas)
         return _csv_from_memory(lines, examples, batch_size, seed, replicas)
     with tf1.name_scope("train_input" if train else "eval_input"):
         first_epoch = offset = None

@@ -11,6 +11,9 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
+from trainer.hooks.evaluation import EvaluationStopped
+from trainer.training.preemption import signal_received
+
 log = logging.getLogger("trainer")
 
 # The evaluator task gives up when the chief writes no checkpoint for this long (as the train
@@ -145,8 +148,11 @@ class _EvaluateAfterSave(tf.compat.v1.train.CheckpointSaverListener):
         self._evaluator, self._model_dir = evaluator, model_dir
 
     def after_save(self, session, global_step_value):
-        if global_step_value and self._evaluator.due():
-            self._evaluator.evaluate(tf.train.latest_checkpoint(self._model_dir), final=False)
+        if global_step_value and self._evaluator.due() and not signal_received():
+            try:
+                self._evaluator.evaluate(tf.train.latest_checkpoint(self._model_dir), final=False)
+            except EvaluationStopped:  # training stops at its next step, as the signal asked
+                log.warning("the evaluation of step %d was stopped by the signal; it is not recorded", global_step_value)
 
 
 def train_and_evaluate(estimator, train_spec: TrainSpec, eval_spec: EvalSpec):
@@ -235,10 +241,15 @@ class InMemoryEvaluatorHook(tf.compat.v1.train.SessionRunHook):
         self._saver = tf.compat.v1.train.Saver(sharded=False, max_to_keep=1, save_relative_paths=True)
 
     def _evaluate(self, session) -> None:
+        if signal_received():  # training is stopping: no new evaluation
+            return
         path = self._saver.save(session, os.path.join(self._scratch, "weights"), write_meta_graph=False,
                                 write_state=False)
-        self.results.append(self._estimator.evaluate(self._input_fn, steps=self._steps, hooks=self._hooks,
-                                                     checkpoint_path=path, name=self._name))
+        try:
+            self.results.append(self._estimator.evaluate(self._input_fn, steps=self._steps, hooks=self._hooks,
+                                                         checkpoint_path=path, name=self._name))
+        except EvaluationStopped:
+            log.warning("the in-memory evaluation was stopped by the signal; it is not recorded")
 
     def after_run(self, run_context, run_values):
         self._iter_count += 1

@@ -383,3 +383,4 @@ class PreemptionHook(tf1.train.SessionRunHook):
     def after_run(self, run_context, run_values):
         if self._handler.signum is not None:
             run_context.request_stop()
+            self._handler.acknowledge()  # the step ended: the stop goes through the normal path from here

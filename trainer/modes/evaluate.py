@@ -15,6 +15,7 @@ from trainer.model.model_fn import make_run_config
 from trainer.modes.checkpoint import checkpoint_to_read
 from trainer.records import write_json
 from trainer.session.device import resolve_device, session_config
+from trainer.training.preemption import signal_received
 
 tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
@@ -36,7 +37,7 @@ def evaluate(cfg, workdir: str) -> Dict:
                                             hooks=list(evaluation.spec.evaluation_hooks)) as sess:
                 def one_pass(step_context):
                     found = evaluate_once(step_context.session, evaluation, run_update=step_context.run_with_hooks,
-                                          steps=cfg.eval.steps)
+                                          steps=cfg.eval.steps, stopped=signal_received)  # nested in training
                     return found, int(step_context.session.run(evaluation.global_step))
 
                 (values, examples), step = sess.run_step_fn(one_pass)
