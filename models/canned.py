@@ -50,6 +50,9 @@ def _head(params, labels):
         raise ConfigError(f"model.params.num_classes={classes}: a classifier needs 2 or more classes (float32 labels "
                           f"are numbers: use a regressor, e.g. model=dnn_regressor)")
     vocabulary = list(params["label_vocabulary"]) if params.get("label_vocabulary") else None
+    if vocabulary is not None and len(vocabulary) != classes:
+        raise ConfigError(f"model.params.label_vocabulary={vocabulary}: {len(vocabulary)} name(s) for {classes} classes; "
+                          "give one name per class, in class order (or null for the data's)")
     if classes == 2:
         return BinaryClassHead(weight, label_vocabulary=vocabulary)
     return MultiClassHead(classes, weight, label_vocabulary=vocabulary)
@@ -104,11 +107,46 @@ def _checked_features(features, lists) -> dict:
                 if name not in features:
                     raise ConfigError(f"{key}[{index}]: the data has no feature {name!r} (it has "
                                       f"{', '.join(sorted(features))}); fix the column or data.features")
+            _check_dtype(spec, features, f"{key}[{index}]")
             if spec.get("categorical") is not None and spec.get("vocabulary") and not spec.get("oov_buckets"):
                 name = spec["categorical"]
                 features = {**features, name: _vocabulary_checked(features[name], list(spec["vocabulary"]),
                                                                   f"{key}[{index}]", name)}
+            if spec.get("categorical") is not None and spec.get("identity") is not None:
+                name = spec["categorical"]
+                features = {**features, name: _identity_checked(features[name], int(spec["identity"]),
+                                                                f"{key}[{index}]", name)}
     return features
+
+
+def _check_dtype(spec: dict, features, where: str) -> None:
+    """A numeric or bucketized column reads numbers, an identity column integers: a feature of strings is
+    refused naming the entry and the column kind that reads it."""
+    for kind in ("numeric", "bucketized", "categorical"):
+        name = spec.get(kind)
+        if name is None or (kind == "categorical" and spec.get("identity") is None):
+            continue
+        values = features[name]
+        dtype = values.dtype
+        if dtype == tf.string or (kind == "categorical" and not dtype.is_integer):
+            reads = "integers" if kind == "categorical" else "numbers"
+            raise ConfigError(f"{where}: {{{kind}: {name}{', identity: N' if kind == 'categorical' else ''}}} reads "
+                              f"{reads}, and the feature {name!r} holds {dtype.name}; use {{categorical: {name}, "
+                              "vocabulary: [...]}} (or hash_buckets: N) for values that are names")
+
+
+def _identity_checked(values, buckets: int, where: str, name: str):
+    """``values``, once checked to lie in [0, ``buckets``) (TensorFlow's own failure names no column)."""
+    flat = tf.reshape(values.values if isinstance(values, tf.SparseTensor) else values, [-1])
+    inside = tf.logical_and(flat >= 0, flat < buckets)
+    check = tf.debugging.Assert(tf.reduce_all(inside), [
+        f"{where}: a value of {name} is outside its identity: {buckets} buckets (0..{buckets - 1}), e.g.",
+        tf.boolean_mask(flat, ~inside)[:1], "; set identity to the largest value plus one"],
+        name=f"identity_check_{name}")
+    with tf.control_dependencies([check]):
+        if isinstance(values, tf.SparseTensor):
+            return tf.SparseTensor(values.indices, tf.identity(values.values), values.dense_shape)
+        return tf.identity(values)
 
 
 def _raw_keys(spec: dict):

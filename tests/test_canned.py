@@ -421,6 +421,63 @@ def test_a_bad_column_spec_is_one_line_naming_the_entry_and_the_fix(make_cfg, ce
         run(missing, str(tmp_path / "missing"))
 
 
+@pytest.mark.parametrize("columns,message", [
+    ("[{bucketized: age, boundaries: 5}]", r"\[0\]: boundaries takes a list of numbers"),
+    ("[{bucketized: age, boundaries: [b, c]}]", r"\[0\]: the boundaries of 'age' are a list of increasing numbers"),
+    ("[{bucketized: age, boundaries: '18,25'}]", r"\[0\]: boundaries takes a list of numbers"),
+    ("[{numeric: age, shape: [a]}]", r"\[0\]: shape=\['a'\]; it takes a list of positive sizes"),
+    ("[{numeric: [age, fnlwgt]}]", r"\[0\]: numeric takes one feature name, e.g. \{numeric: age\}"),
+    ("[{numeric: age}, {categorical: workclass, vocabulary: Private}]", r"\[1\]: vocabulary takes a list of values"),
+    ("[{crossed: education, hash_buckets: 10}]", r"\[0\]: crossed takes a list of feature names"),
+    ("[{crossed: [education], hash_buckets: 10}]", r"\[0\]: crossed takes a list of two or more feature names"),
+    ("[{categorical: workclass, hash_buckets: ten}]", r"\[0\]: hash_buckets='ten'; it takes an integer >= 1"),
+    ("[{categorical: workclass, hash_buckets: 10, oov_buckets: -1}]", r"oov_buckets=-1; it takes an integer >= 0"),
+    ("[{numeric: occupation}]", r"\[0\]: \{numeric: occupation\} reads numbers, and the feature 'occupation' "
+                                r"holds string; use \{categorical: occupation"),
+    ("[{categorical: workclass, identity: 5}]", r"\{categorical: workclass, identity: N\} reads integers"),
+])
+def test_a_column_spec_of_the_wrong_type_is_one_line_naming_the_entry(make_cfg, census, tmp_path, columns, message):
+    """Each field of each column kind takes its type (a name, a list of names, of numbers, of values,
+    a count); a string where a list goes is not read letter by letter; a numeric column over strings
+    and an identity column over strings are refused before the graph runs, naming the entry."""
+    from trainer import run
+    from trainer.errors import ConfigError
+
+    train, test = census
+    cfg = make_cfg("model=linear_classifier", *CSV_DATA, f"data.train_files={train}", f"data.eval_files={test}",
+                   "train.max_steps=2", f"model.params.feature_columns={columns}")
+    with pytest.raises(ConfigError, match=r"^model.params.feature_columns.*" + message) as raised:
+        run(cfg, str(tmp_path / "bad"))
+    assert "\n" not in str(raised.value)
+    assert not os.path.exists(tmp_path / "bad" / "checkpoints" / "checkpoint")
+
+
+def test_a_label_vocabulary_short_of_the_classes_names_the_key(make_cfg, census, tmp_path):
+    from trainer import run
+    from trainer.errors import ConfigError
+
+    train, test = census
+    cfg = make_cfg("model=linear_classifier", *CSV_DATA, f"data.train_files={train}", f"data.eval_files={test}",
+                   "train.max_steps=2", "model.params.label_vocabulary=['<=50K']")
+    with pytest.raises(ConfigError, match=r"^model.params.label_vocabulary=\['<=50K'\]: 1 name\(s\) for 2 classes"):
+        run(cfg, str(tmp_path / "bad"))
+
+
+def test_an_identity_column_smaller_than_its_values_fails_naming_the_column(make_cfg, census, tmp_path):
+    """education_num runs 1..16: identity: 5 would fail deep in TensorFlow naming no column."""
+    from trainer import run
+
+    train, test = census
+    cfg = make_cfg("model=linear_classifier", *CSV_DATA, f"data.train_files={train}", f"data.eval_files={test}",
+                   "train.max_steps=2", "model.params.feature_columns=[{categorical: education_num, identity: 5}]")
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"feature_columns\[0\]: a value of education_num is "
+                                                             r"outside its identity: 5 buckets \(0..4\).*set identity"):
+        run(cfg, str(tmp_path / "small"))
+    covered = make_cfg("model=linear_classifier", *CSV_DATA, f"data.train_files={train}", f"data.eval_files={test}",
+                       "train.max_steps=2", "model.params.feature_columns=[{categorical: education_num, identity: 17}]")
+    assert run(covered, str(tmp_path / "covered"))["global_step"] == 2
+
+
 def test_a_value_outside_a_declared_vocabulary_fails_naming_the_column(make_cfg, census, tmp_path):
     """TensorFlow gives such a value no weight without a word; without oov_buckets it is an error."""
     from trainer import run
