@@ -521,3 +521,69 @@ def test_run_config_takes_what_estimator_took_and_names_a_bad_field_or_tf_config
             estimator.RunConfig()
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": "1"}}')
     assert estimator.RunConfig().task_id == 1  # Estimator read "1" as 1
+
+
+def _contract_model(case):
+    """A model_fn breaking Estimator's contract as ``case`` says (else a plain two-class model)."""
+    def contract_model_fn(features, labels, mode):
+        logits = tf1.layers.dense(features["x"], 3)
+        per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        loss = {"vector loss": per_example, "integer loss": tf.cast(tf.reduce_sum(per_example), tf.int64),
+                "loss of shape [1]": tf.reshape(tf.reduce_mean(per_example), [1])}.get(case, tf.reduce_mean(per_example))
+        accuracy = tf1.metrics.accuracy(labels, tf.argmax(logits, 1))
+        metrics = {"a metric tensor": {"accuracy": accuracy[0]}, "a metric 3-tuple": {"accuracy": (*accuracy, 1)},
+                   "metrics as a list": [accuracy]}.get(case, {"accuracy": accuracy})
+        if mode == estimator.ModeKeys.EVAL:
+            return estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops=metrics)
+        train_op = tf1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(per_example),
+                                                                    global_step=tf1.train.get_global_step())
+        return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    return contract_model_fn
+
+
+def _contract_input(case):
+    x, y = _data()
+
+    def contract_input_fn():
+        if case == "features only":
+            return tf.data.Dataset.from_tensor_slices({"x": x}).batch(24)
+        if case == "an input of three":
+            return tf.data.Dataset.from_tensor_slices(({"x": x}, y, y)).batch(24)
+        return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).batch(24)
+
+    return contract_input_fn
+
+
+@pytest.mark.parametrize("case,says", [
+    ("features only", r"the model_fn _contract_model.<locals>.contract_model_fn \(test_estimator_api.py:\d+\) failed in "
+                      r"mode train with labels=None \(ValueError: .*\): the input_fn gave features only; return "
+                      r"\(features, labels\)"),
+    ("an input of three", r"the input_fn _contract_input.<locals>.contract_input_fn \(test_estimator_api.py:\d+\) gave a "
+                          r"tuple of 3 per batch; an input_fn gives \(features, labels\)"),
+    ("vector loss", r"contract_model_fn \(test_estimator_api.py:\d+\) returned a loss of shape \[None\] for mode train; "
+                    r"the loss is a scalar"),
+    ("integer loss", r"returned a loss of dtype int64 for mode train; the loss is a floating-point scalar"),
+    ("a metric tensor", r"returned eval_metric_ops\['accuracy'\] as a \w+Tensor; each value is a \(metric_value, "
+                        r"update_op\) pair"),
+    ("a metric 3-tuple", r"returned eval_metric_ops\['accuracy'\] as a 3-tuple"),
+    ("metrics as a list", r"returned eval_metric_ops of type list; give a dict"),
+])
+def test_a_model_fn_or_input_fn_off_estimators_contract_is_one_line_naming_it(tmp_path, case, says):
+    """What Estimator's EstimatorSpec and input handling refused (or failed on deep inside
+    TensorFlow or the runner's own hooks) is a ValueError naming the program's own function (never
+    a name the runner made for it) and what to return; a [1]-shaped loss is taken, as Estimator took it."""
+    from trainer.errors import ContractError
+
+    classifier = estimator.Estimator(_contract_model(case), model_dir=str(tmp_path / "model"))
+    with pytest.raises(ContractError, match=says) as raised:
+        classifier.train(_contract_input(case), steps=3)
+        classifier.evaluate(_contract_input(case))
+    assert isinstance(raised.value, ValueError) and "\n" not in str(raised.value)
+    assert "registry" not in str(raised.value) and "model.fn=" not in str(raised.value)
+
+
+def test_a_loss_of_shape_one_is_taken_as_estimator_took_it(tmp_path):
+    classifier = estimator.Estimator(_contract_model("loss of shape [1]"), model_dir=str(tmp_path / "model"))
+    classifier.train(_contract_input("loss of shape [1]"), steps=3)
+    assert classifier.evaluate(_contract_input("loss of shape [1]"))["global_step"] == 3

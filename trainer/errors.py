@@ -43,6 +43,11 @@ class ArgumentError(ConfigError, ValueError):
     one line at the launcher's boundary."""
 
 
+class ContractError(ConfigError, ValueError):
+    """A model_fn or input_fn returned what Estimator's contract does not take (a ValueError, as
+    Estimator raised it); the message names the function and what to return."""
+
+
 class CheckpointError(TrainerError):
     """A checkpoint dir cannot be used (unreadable, another model, other shapes)."""
 

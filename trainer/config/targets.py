@@ -7,6 +7,7 @@ Python containers (dicts and lists), never OmegaConf nodes.
 """
 
 import inspect
+import os
 from typing import Any, Callable, FrozenSet
 
 import hydra.utils
@@ -37,6 +38,21 @@ def load_callable(path: str, key: str) -> Callable:
     if found is None or not callable(found):
         raise ConfigError(f"{key}={path}: not a dotted path to a function; give one such as my_pkg.my_module.fn")
     return found
+
+
+def callable_name(key: str, path: str, fn: Any) -> str:
+    """How a message names a user's function: ``key=path`` where the config named it by that path;
+    else (an object a program handed to the Estimator API) where it was defined, such as
+    ``the model_fn model_fn (program.py:22)``. A wrapper names the function its ``stands_for`` holds."""
+    target = getattr(fn, "stands_for", fn)
+    target = getattr(target, "func", target)
+    qualname = getattr(target, "__qualname__", type(target).__name__)
+    if path == f"{getattr(target, '__module__', '')}.{qualname}":
+        return f"{key}={path}"
+    code = getattr(target, "__code__", None)
+    where = f" ({os.path.basename(code.co_filename)}:{code.co_firstlineno})" if code is not None else ""
+    kind = "model_fn" if key == "model.fn" else "input_fn" if key.endswith("_fn") else "function"
+    return f"the {kind} {qualname}{where}"
 
 
 def instantiate(entry: Any, key: str) -> Any:

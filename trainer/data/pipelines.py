@@ -13,9 +13,9 @@ from typing import Any, Callable, Dict, Optional
 import numpy as np
 import tensorflow as tf
 
-from trainer.config.targets import declared_args, load_callable
+from trainer.config.targets import callable_name, declared_args, load_callable
 from trainer.data.files import CYCLE_LENGTH, DEFAULT_SHUFFLE_BUFFER, Feature, FileSource
-from trainer.errors import ConfigError, DataError, NanLossError
+from trainer.errors import ConfigError, ContractError, DataError, NanLossError
 from trainer.model.spec import ModeKeys
 
 tf1 = tf.compat.v1
@@ -528,8 +528,22 @@ def make_input_fn_pipeline(input_fn: Callable, path: str, mode: str, params: dic
             feeds = (lambda step=0: {skip: step // replicas[0]}) if skip is not None else (lambda step=0: {})
         else:
             output, initializer, feeds = result, None, (lambda step=0: {})
-    features, labels = output if isinstance(output, (tuple, list)) else (output, None)
+    features, labels = _features_and_labels(output, callable_name(key, path, input_fn))
     return Pipeline(features, labels, initializer, feeds)
+
+
+def _features_and_labels(output, name: str):
+    """An input_fn's batch as (features, labels): a pair, or features alone (labels None).
+
+    Raises:
+      ContractError: a tuple or list of another length (naming the input_fn).
+    """
+    if not isinstance(output, (tuple, list)):
+        return output, None
+    if len(output) != 2:
+        raise ContractError(f"{name} gave a {type(output).__name__} of {len(output)} per batch; an input_fn gives "
+                            "(features, labels), or features alone, or a Dataset of either")
+    return output[0], output[1]
 
 
 def _input_fn(cfg, key: str):

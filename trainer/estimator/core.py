@@ -209,6 +209,7 @@ class Estimator:
             offered = {"params": copy.deepcopy(params), "mode": mode, "config": config, "input_context": input_context}
             return input_fn(**{k: v for k, v in offered.items() if k in takes})
 
+        call.stands_for = input_fn  # messages name the program's function
         return registry.register(call, f"{kind}_input", owner=input_fn)
 
     def _listeners(self, listeners: Optional[Iterable]) -> List[str]:
@@ -229,6 +230,7 @@ class Estimator:
                 spec = spec._replace(**{field: list(getattr(spec, field)) + hooks})
             return spec
 
+        model_fn.stands_for = self._model_fn  # messages name the program's function
         return registry.register(model_fn, "model_fn", owner=self._model_fn)
 
     def _overrides(self, overrides: List[str], mode: str, hooks: Optional[Iterable]) -> List[str]:

@@ -20,7 +20,7 @@ def add_metrics(estimator: Estimator, metric_fn) -> Estimator:
                                  required=("features",)))
 
     def model_fn_with_metrics(features, labels, mode, params, config):
-        spec = as_spec(user(features, labels, mode, params, config), mode, user.path)
+        spec = as_spec(user(features, labels, mode, params, config), mode, user.name)
         if mode != ModeKeys.EVAL:
             return spec
         offered = {"labels": labels, "predictions": spec.predictions, "features": features, "config": config}

@@ -227,17 +227,18 @@ class NanGuardHook(tf1.train.SessionRunHook):
                 raise NanLossError(
                     f"train.on_nan=skip_step: {self._in_a_row} steps in a row up to step {step} were NaN or Inf "
                     f"(train.max_skipped_steps={self._max_skipped}); the weights were left as they were; {self._kept()}; "
-                    "lower optimizer.learning_rate or check the input")
+                    "check the input's features for NaN or Inf, or lower the learning rate")
             return
         raise NanLossError(
             f"train.on_nan=stop: the loss or the gradients are NaN or Inf at step {step}; no checkpoint of it was "
-            f"written; {self._kept()}; lower optimizer.learning_rate, or set train.on_nan=skip_step")
+            f"written; {self._kept()}; a NaN or Inf in the input's features or too high a learning rate does this: "
+            "check the input, lower the learning rate, or set train.on_nan=skip_step")
 
     def end(self, session):
         if self.skipped and not self._applied:
             raise NanLossError(
                 f"train.on_nan=skip_step: every step of this run ({self.skipped}) was NaN or Inf and skipped; nothing "
-                f"was learned; {self._kept()}; lower optimizer.learning_rate or check the input")
+                f"was learned; {self._kept()}; check the input's features for NaN or Inf, or lower the learning rate")
         if self.skipped > self._applied:
             # Skipping is for the odd bad batch; a run that skipped most of its steps has no result.
             raise NanLossError(

@@ -151,8 +151,8 @@ def _add_train_accuracy(spec, labels) -> None:
     name_tensor("accuracy", tf.reduce_mean(tf.cast(hits, tf.float32), name="train_accuracy"))
 
 
-def _no_loss(cfg):
-    return ConfigError(f"model.fn={cfg.model.fn} returned no loss for mode train")
+def _no_loss(model: _Model):
+    return ConfigError(f"{model.fn.name} returned no loss for mode train")
 
 
 def _towers(model: _Model, train_input: Pipeline, devices: Tuple[str, ...]):
@@ -173,17 +173,17 @@ def _towers(model: _Model, train_input: Pipeline, devices: Tuple[str, ...]):
         with tf1.device(tower_device(device, "/device:CPU:0")), scope:
             spec = model.call(share, ModeKeys.TRAIN, reuse=i > 0)
         if spec.loss is None:
-            raise _no_loss(cfg)
+            raise _no_loss(model)
         if i == 0:
             if spec.train_op is not None:
-                raise ConfigError(f"device.replicas={replicas}: model.fn={cfg.model.fn} returns its own train_op, which "
+                raise ConfigError(f"device.replicas={replicas}: {model.fn.name} returns its own train_op, which "
                                   "the runner cannot replicate; return no train_op, or set device.replicas=1")
             update_ops = tf1.get_collection(tf1.GraphKeys.UPDATE_OPS)[updates_before:]
             kept_summaries = list(tf1.get_collection(tf1.GraphKeys.SUMMARIES))
         else:
             created = sorted(v.op.name for v in set(tf1.global_variables()) - variables)
             if created:
-                raise ConfigError(f"device.replicas={replicas}: model.fn={cfg.model.fn} makes new variables on each call "
+                raise ConfigError(f"device.replicas={replicas}: {model.fn.name} makes new variables on each call "
                                   f"({', '.join(created[:3])}: a Keras model or tf.Variable built inside it), so the "
                                   "towers cannot share weights; use tf.compat.v1.layers or get_variable, or set "
                                   "device.replicas=1")
@@ -216,7 +216,7 @@ def _train_part(model: _Model, train_input, global_step, placement: Placement):
     else:
         spec = model.call(train_input, ModeKeys.TRAIN)
         if spec.loss is None:
-            raise _no_loss(cfg)
+            raise _no_loss(model)
         loss = tf.identity(spec.loss, name="loss")
         _add_train_accuracy(spec, train_input.labels)
         update_ops = tf1.get_collection(tf1.GraphKeys.UPDATE_OPS)
@@ -228,13 +228,13 @@ def _train_part(model: _Model, train_input, global_step, placement: Placement):
     name_tensor("step_before", step_before)
     if spec.train_op is not None:
         if sync is not None:
-            raise ConfigError(f"distributed.sync_replicas=true: model.fn={cfg.model.fn} returns its own train_op, "
+            raise ConfigError(f"distributed.sync_replicas=true: {model.fn.name} returns its own train_op, "
                               "which the runner cannot wrap in SyncReplicasOptimizer; return no train_op")
         if cfg.train.on_nan == "skip_step":
-            raise ConfigError(f"train.on_nan=skip_step: model.fn={cfg.model.fn} returns its own train_op, which the "
+            raise ConfigError(f"train.on_nan=skip_step: {model.fn.name} returns its own train_op, which the "
                               "runner cannot guard; use train.on_nan=stop or return no train_op")
         if not is_constant(cfg.optimizer) or cfg.optimizer.get("clip_norm") or cfg.optimizer.get("weight_decay"):
-            raise ConfigError(f"optimizer.schedule/clip_norm/weight_decay: model.fn={cfg.model.fn} returns its own "
+            raise ConfigError(f"optimizer.schedule/clip_norm/weight_decay: {model.fn.name} returns its own "
                               "train_op, built with its own optimizer; drop those keys or return no train_op")
         return spec, loss, loss_is_finite, step_before, spec.train_op, None
     # A step that is not finite is skipped in the graph where skipping is asked for, and where other
@@ -428,7 +428,7 @@ def build_predict_part(cfg, features, device: str, run_config: Optional[RunConfi
     with _device(single_process(device).model_device):
         spec = model.call(Pipeline(features, None, None, lambda step=0: {}), ModeKeys.PREDICT)
     if spec.predictions is None:
-        raise ConfigError(f"model.fn={cfg.model.fn} returned no predictions for mode predict")
+        raise ConfigError(f"{model.fn.name} returned no predictions for mode predict")
     return spec, tf1.train.Saver(var_list=_restored(cfg), save_relative_paths=True), global_step
 
 

@@ -9,9 +9,9 @@ naming what it takes, before any graph is built.
 from dataclasses import dataclass
 from typing import Callable, FrozenSet
 
-from trainer.config.targets import declared_args, instantiate_params, load_callable
-from trainer.errors import ConfigError
-from trainer.model.spec import EstimatorSpec, RunConfig
+from trainer.config.targets import callable_name, declared_args, instantiate_params, load_callable
+from trainer.errors import ConfigError, ContractError, TrainerError, describe
+from trainer.model.spec import EstimatorSpec, ModeKeys, RunConfig
 
 MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
 
@@ -24,13 +24,25 @@ class ModelFn:
     path: str
     takes: FrozenSet[str]
 
+    @property
+    def name(self) -> str:
+        """The model_fn as messages name it (``model.fn=PATH``, or where a program defined it)."""
+        return callable_name("model.fn", self.path, self.fn)
+
     def __call__(self, features, labels, mode: str, params: dict, config: RunConfig) -> EstimatorSpec:
         if labels is not None and "labels" not in self.takes:
-            raise ConfigError(f"model.fn={self.path} takes no labels, but the input gives labels; "
+            raise ConfigError(f"{self.name} takes no labels, but the input gives labels; "
                               "add a labels argument to the model_fn")
         offered = {"labels": labels, "mode": mode, "params": params, "config": config}
-        result = self.fn(features=features, **{k: v for k, v in offered.items() if k in self.takes})
-        return as_spec(result, mode, self.path)
+        try:
+            result = self.fn(features=features, **{k: v for k, v in offered.items() if k in self.takes})
+        except Exception as e:
+            if labels is None and mode in (ModeKeys.TRAIN, ModeKeys.EVAL) and "labels" in self.takes and \
+                    not isinstance(e, TrainerError):
+                raise ContractError(f"{self.name} failed in mode {mode} with labels=None ({describe(e)}): the input_fn "
+                                    "gave features only; return (features, labels) from it") from e
+            raise
+        return checked_spec(as_spec(result, mode, self.name), mode, self.name)
 
 
 def load_model_fn(path: str) -> ModelFn:
@@ -43,8 +55,9 @@ def load_model_fn(path: str) -> ModelFn:
     return ModelFn(fn, path, declared_args(fn, "model.fn", path, MODEL_FN_ARGS, required=("features",)))
 
 
-def as_spec(result, mode: str, path: str) -> EstimatorSpec:
-    """What a model_fn returned, as an EstimatorSpec (an Estimator-era namedtuple is taken field by field)."""
+def as_spec(result, mode: str, name: str) -> EstimatorSpec:
+    """What a model_fn returned, as an EstimatorSpec (an Estimator-era namedtuple is taken field by field);
+    ``name`` names the model_fn in messages."""
     if isinstance(result, EstimatorSpec):
         return result
     if hasattr(result, "as_estimator_spec"):  # trainer.estimator.tpu.TPUEstimatorSpec
@@ -53,11 +66,49 @@ def as_spec(result, mode: str, path: str) -> EstimatorSpec:
         fields = result._asdict()
         unknown = sorted(k for k, v in fields.items() if k not in EstimatorSpec._fields and v is not None)
         if unknown:  # never stripped to the fields the runner knows: they would be lost without a word
-            raise ConfigError(f"model.fn={path} returned a {type(result).__name__} with {', '.join(unknown)}, which "
+            raise ConfigError(f"{name} returned a {type(result).__name__} with {', '.join(unknown)}, which "
                               "an EstimatorSpec has no place for; return trainer.estimator.EstimatorSpec (or a "
                               "trainer.estimator.tpu.TPUEstimatorSpec)")
         return EstimatorSpec(**{k: v for k, v in fields.items() if k in EstimatorSpec._fields})
-    raise ConfigError(f"model.fn={path} returned {type(result).__name__} for mode {mode}; return trainer.estimator.EstimatorSpec")
+    raise ContractError(f"{name} returned {type(result).__name__} for mode {mode}; return an EstimatorSpec")
+
+
+def checked_spec(spec: EstimatorSpec, mode: str, name: str) -> EstimatorSpec:
+    """``spec`` as Estimator's EstimatorSpec checked it: a scalar floating-point loss (a [1] one reshaped
+    to a scalar, as Estimator did), and ``eval_metric_ops`` of (value, update_op) pairs or Keras metrics.
+
+    Raises:
+      ContractError: naming the model_fn, the field and what it takes.
+    """
+    import tensorflow as tf
+
+    loss = spec.loss
+    if loss is not None:
+        if not isinstance(loss, (tf.Tensor, tf.Variable)):
+            raise ContractError(f"{name} returned a loss of type {type(loss).__name__} for mode {mode}; the loss is "
+                                "a scalar tensor")
+        if loss.shape.rank is not None and any(size != 1 for size in loss.shape.as_list()):
+            raise ContractError(f"{name} returned a loss of shape {loss.shape.as_list()} for mode {mode}; the loss is "
+                                "a scalar: reduce the per-example losses, e.g. tf.reduce_mean(...)")
+        if not loss.dtype.is_floating:
+            raise ContractError(f"{name} returned a loss of dtype {loss.dtype.name} for mode {mode}; the loss is a "
+                                "floating-point scalar: compute it in float32")
+        if loss.shape.rank:
+            spec = spec._replace(loss=tf.reshape(loss, []))
+    metrics = spec.eval_metric_ops
+    if metrics is not None and not isinstance(metrics, dict):
+        raise ContractError(f"{name} returned eval_metric_ops of type {type(metrics).__name__}; give a dict of "
+                            "name -> (metric_value, update_op)")
+    for key, value in (metrics or {}).items():
+        keras = hasattr(value, "update_state") and hasattr(value, "result")
+        pair = isinstance(value, (tuple, list)) and len(value) == 2 and \
+            all(isinstance(v, (tf.Tensor, tf.Variable, tf.Operation)) for v in value)
+        if not (keras or pair):
+            shown = f"a {len(value)}-tuple" if isinstance(value, (tuple, list)) else f"a {type(value).__name__}"
+            raise ContractError(f"{name} returned eval_metric_ops[{key!r}] as {shown}; each value is a "
+                                "(metric_value, update_op) pair, as tf.compat.v1.metrics.accuracy(labels, predictions) "
+                                "returns, or a Keras metric whose update_state the model_fn called")
+    return spec
 
 
 def model_params(cfg) -> dict:
