@@ -587,3 +587,39 @@ def test_a_loss_of_shape_one_is_taken_as_estimator_took_it(tmp_path):
     classifier = estimator.Estimator(_contract_model("loss of shape [1]"), model_dir=str(tmp_path / "model"))
     classifier.train(_contract_input("loss of shape [1]"), steps=3)
     assert classifier.evaluate(_contract_input("loss of shape [1]"))["global_step"] == 3
+
+
+def test_evaluate_predict_and_train_pass_over_a_truncated_newest_checkpoint(classifier, tmp_path, caplog):
+    """The newest checkpoint cut short (a kill mid-save, a full disk): evaluate, predict and the
+    variable readers use the newest intact one, warning about the damaged one, as training does."""
+    import logging
+
+    caplog.set_level(logging.WARNING, logger="trainer")
+    x, y = _data()
+    classifier.train(_inputs(x, y), steps=20)  # checkpoints at 10 and 20 (save_checkpoints_steps=10)
+    data = tmp_path / "model" / "model.ckpt-20.data-00000-of-00001"
+    data.write_bytes(data.read_bytes()[:len(data.read_bytes()) // 2])
+    assert classifier.evaluate(_inputs(x, y, repeat=False))["global_step"] == 10
+    assert any("model.ckpt-20" in r.getMessage() and "damaged" in r.getMessage() for r in caplog.records)
+    assert classifier.get_variable_value("global_step") == 10
+    assert len(list(classifier.predict(_inputs(x[:5], y[:5], repeat=False)))) == 5
+    classifier.train(_inputs(x, y), steps=5)
+    assert classifier.get_variable_value("global_step") == 15
+
+
+def test_a_program_record_asks_for_params_it_could_not_keep_in_plain_words(tmp_path):
+    """Params holding objects (feature columns) are asked for by key, in a sentence that reads."""
+    from trainer.cli.resume import resume_overrides
+    from trainer.errors import ConfigError
+
+    class Column:  # an object a program's params might hold
+        pass
+
+    from trainer.estimator.record import write_record
+
+    write_record(str(tmp_path), ["model=model_fn", "mode=train"], {"model.fn": model_fn}, {"columns": [Column()]})
+    with pytest.raises(ConfigError) as raised:
+        resume_overrides(str(tmp_path), ["train.max_steps=5"])
+    message = str(raised.value)
+    assert "give model.params='{...}' (the program's params (values that are not plain data))" in message, message
+    assert "the program's the" not in message and "model.fn=" not in message

@@ -290,3 +290,50 @@ def test_a_job_whose_objective_is_nan_or_not_a_number_is_never_best(tmp_path):
             record["non_finite"] = ["eval_accuracy"]
         (job / "metrics.json").write_text(json.dumps(record))
     assert [r["job"] for r in collect(str(tmp_path))][:2] == ["d-better", "c-good"]
+
+
+def test_train_report_on_odd_files_reports_each_job_and_never_fails(tmp_path):
+    """Job dirs edited by hand or cut short: overrides.yaml a dict or a scalar, an objective that is a
+    number, a config whose eval group is a scalar, a metric that is a string, metrics.json a list, a
+    metrics.jsonl line that is not an object. Each job gets a row (an odd file says so in its error
+    column), the good job is best, the plot is drawn; a summary that cannot be written is one line, exit 1,
+    with the summary still printed."""
+    import json
+
+    from trainer.sweep.report import collect
+
+    jobs = {
+        "a-overrides-dict": {"overrides": "lr: 0.1\n"},
+        "b-overrides-scalar": {"overrides": "7\n"},
+        "c-numeric-objective": {"metrics": {"status": "finished", "objective": 5, "eval_accuracy": 0.5}},
+        "d-eval-group-scalar": {"config": "eval: 3\n"},
+        "e-string-metric": {"metrics": {"status": "finished", "objective": "accuracy", "eval_accuracy": "high"}},
+        "f-metrics-list": {"metrics": [1, 2]},
+        "g-jsonl-not-an-object": {"jsonl": '{"kind": "eval", "step": 1, "accuracy": 0.5}\n[1, 2]\n'},
+        "h-good": {"metrics": {"status": "finished", "objective": "accuracy", "eval_accuracy": 0.95}},
+    }
+    for name, files in jobs.items():
+        job = tmp_path / "sweep" / name
+        (job / ".hydra").mkdir(parents=True)
+        (job / ".hydra" / "overrides.yaml").write_text(files.get("overrides", f"- train.seed={len(name)}\n"))
+        (job / ".hydra" / "config.yaml").write_text(files.get("config", "eval:\n  objective: accuracy\n"))
+        metrics = files.get("metrics", {"status": "finished", "objective": "accuracy", "eval_accuracy": 0.9})
+        (job / "metrics.json").write_text(json.dumps(metrics))
+        (job / "metrics.jsonl").write_text(files.get("jsonl", '{"kind": "eval", "step": 1, "accuracy": 0.9}\n'))
+    (tmp_path / "sweep" / "multirun.yaml").write_text("hydra: {}\n")
+    rows = collect(str(tmp_path / "sweep"))
+    assert len(rows) == len(jobs) and rows[0]["job"] == "h-good"
+    odd = {r["job"]: r["error"] for r in rows}
+    assert "overrides.yaml is not a list of overrides" in odd["a-overrides-dict"]
+    assert "overrides.yaml is not a list of overrides" in odd["b-overrides-scalar"]
+    report = [shutil.which("train-report"), str(tmp_path / "sweep")]
+    done = subprocess.run(report, capture_output=True, text=True)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert (tmp_path / "sweep" / "summary.png").exists() and len(summary_rows(tmp_path / "sweep")) == len(jobs)
+    (tmp_path / "sweep" / "summary.csv").unlink()
+    (tmp_path / "sweep" / "summary.csv").mkdir()  # a summary that cannot be written (as root can write anywhere)
+    done = subprocess.run(report, capture_output=True, text=True)
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert done.returncode == 1 and len(errors) == 1 and "cannot write the summary" in errors[0], done.stderr
+    assert "| h-good |" in done.stdout and "Traceback" not in done.stderr
+    assert not list((tmp_path / "sweep").glob("*.tmp"))

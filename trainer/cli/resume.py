@@ -63,7 +63,8 @@ def _check_program_needs(run_dir: str, overrides: List[str]) -> None:
     missing = {k: v for k, v in (record.get("needs") or {}).items()
                if k not in given and (training or k != "data.train_fn")}  # evaluate, predict, export: no training input
     if missing:
-        what = "; ".join(f"{k}=MODULE.FUNCTION (the program's {v} is not importable)" for k, v in missing.items())
+        what = "; ".join(f"{k}='{{...}}' (the program's {v})" if k == "model.params" else
+                         f"{k}=MODULE.FUNCTION (the program's {v} is not importable)" for k, v in missing.items())
         raise ConfigError(f"resume={run_dir}: trained by the program {record.get('program')}; give {what}, "
                           "or run the program again")
 

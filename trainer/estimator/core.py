@@ -92,17 +92,23 @@ class Estimator:
         return tf.train.load_variable(self._checkpoint(), name)
 
     def _checkpoint(self, path: Optional[str] = None) -> str:
-        found = path or self.latest_checkpoint()
+        """``path``, else the newest intact checkpoint of the model_dir (a damaged newest one is passed
+        over with a warning, as training passes it over)."""
+        from trainer.checkpoints.intact import find_intact
+
+        found = path or getattr(find_intact(self._model_dir), "path", None)
         if not found:
             raise ValueError(f"Could not find trained model in model_dir: {self._model_dir}.")
         return found
 
     def _step(self) -> int:
-        """The global step of the newest checkpoint (0 without one)."""
+        """The global step of the newest intact checkpoint, where training resumes (0 without one)."""
         import tensorflow as tf
 
-        path = self.latest_checkpoint()
-        return int(tf.train.load_variable(path, "global_step")) if path else 0
+        from trainer.checkpoints.intact import find_intact
+
+        found = find_intact(self._model_dir)
+        return int(tf.train.load_variable(found.path, "global_step")) if found else 0
 
     # --- the calls -----------------------------------------------------------------------------
 

@@ -107,7 +107,7 @@ def write_record(model_dir: str, overrides: List[str], callables: Dict[str, Any]
     if value is not None and not _round_trips(value, params):
         value = None  # asked for by key instead of handed back changed
     if value is None:
-        needs["model.params"] = "the Estimator's params (values that are not plain data)"
+        needs["model.params"] = "params (values that are not plain data)"
     elif params:
         kept.append(f"+model.params={value}")
     record = os.path.join(model_dir, ".hydra")

@@ -53,9 +53,16 @@ def collect(sweep_dir: str) -> List[Dict]:
         overrides = _read_yaml(os.path.join(job_dir, ".hydra", "overrides.yaml"), None)
         if not os.path.isdir(job_dir) or overrides is None:
             continue
+        odd = ""
+        if not isinstance(overrides, list):
+            overrides, odd = [], ".hydra/overrides.yaml is not a list of overrides"
+        overrides = [str(o) for o in overrides]
         metrics = read_json(os.path.join(job_dir, "metrics.json"))
         config = _read_yaml(os.path.join(job_dir, ".hydra", "config.yaml"), {}) or {}
         eval_cfg = config.get("eval", {}) if isinstance(config, dict) else {}
+        eval_cfg = eval_cfg if isinstance(eval_cfg, dict) else {}
+        objective = metrics.get("objective") if isinstance(metrics.get("objective"), str) else None
+        objective = objective or str(eval_cfg.get("objective") or "accuracy")
         row = {
             "job": name,
             "overrides": " ".join(o for o in overrides if o.split("=", 1)[0] not in NOT_SWEPT),
@@ -64,10 +71,9 @@ def collect(sweep_dir: str) -> List[Dict]:
             "global_step": metrics.get("global_step"),
             "steps_per_sec": metrics.get("steps_per_sec"),
             "wall_secs": metrics.get("wall_secs"),
-            "objective": metrics.get("objective") or eval_cfg.get("objective", "accuracy"),
-            "direction": direction_of(metrics.get("objective") or eval_cfg.get("objective", "accuracy"),
-                                      eval_cfg.get("direction", "auto")),
-            "error": metrics.get("error", ""),
+            "objective": objective,
+            "direction": direction_of(objective, str(eval_cfg.get("direction", "auto"))),
+            "error": "; ".join(e for e in (odd, str(metrics.get("error") or "")) if e),
             "job_dir": job_dir,
         }
         row.update({k: v for k, v in metrics.items() if k.startswith("eval_")})
@@ -145,9 +151,14 @@ def write_report(sweep_dir: str, plot: bool = True, rows: Optional[List[Dict]] =
 def _atomic(path: str, **kwargs):
     """Write ``path`` through a temporary file: jobs of a parallel launcher may rewrite it at once."""
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", **kwargs) as f:
-        yield f
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", **kwargs) as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
 
 
 def _plot(sweep_dir: str, rows: List[Dict]) -> Optional[str]:
@@ -294,9 +305,17 @@ def main(argv=None) -> None:
         print(f"error: {args.sweep_dir}: no such dir; give a sweep dir such as outputs/multirun", file=sys.stderr)
         raise SystemExit(2)
     rows = collect(args.sweep_dir)
+    unwritten = None
     if is_sweep(args.sweep_dir) or args.write:
-        write_report(args.sweep_dir, plot=not args.no_plot, rows=rows)
+        try:
+            write_report(args.sweep_dir, plot=not args.no_plot, rows=rows)
+        except OSError as e:
+            unwritten = f"{e.filename or args.sweep_dir}: {e.strerror or e}"
     print(summary_markdown(args.sweep_dir, rows))
+    if unwritten:
+        print(f"error: cannot write the summary into {args.sweep_dir} ({unwritten}); the summary above is all there "
+              "is: make the dir writable, or run with a dir you can write", file=sys.stderr)
+        raise SystemExit(1)
     if not rows:
         print(f"error: {args.sweep_dir} has no job dirs", file=sys.stderr)
         raise SystemExit(2)
