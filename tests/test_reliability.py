@@ -4,6 +4,7 @@ import json
 import logging
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -441,6 +442,68 @@ def test_a_full_disk_under_the_run_dir_is_one_line_and_the_rerun_brings_the_reco
     assert again.returncode == 0, again.stderr[-3000:]
     record = json.loads((small_disk / "run" / "metrics.json").read_text())
     assert record["status"] == "finished" and record["global_step"] == 1200 and record["start_step"] == saved
+
+
+FULL_DISK_PROGRAM = '''
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+
+def model_fn(features, labels, mode):
+    hidden = tf.compat.v1.layers.dense(features["x"], 64, activation=tf.nn.relu)
+    logits = tf.compat.v1.layers.dense(hidden, 2)
+    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    train_op = tf.compat.v1.train.AdamOptimizer(0.01).minimize(loss, tf.compat.v1.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def input_fn():
+    x = np.random.RandomState(0).normal(size=(200, 30)).astype(np.float32)
+    return tf.data.Dataset.from_tensor_slices(({"x": x}, (x[:, 0] > 0).astype(np.int64))).repeat().batch(20)
+
+
+config = tf.estimator.RunConfig(save_checkpoints_steps=10, keep_checkpoint_max=100)
+tf.estimator.Estimator(model_fn, model_dir=sys.argv[1], config=config).train(input_fn, max_steps=200)
+'''
+
+
+@pytest.fixture
+def megabyte_disk(tmp_path):
+    """A 1 MiB tmpfs that can be grown (root only; skipped where mounting is not allowed)."""
+    mount = tmp_path / "megabyte"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+@pytest.mark.cli
+def test_a_program_training_into_a_full_disk_names_the_checkpoint_and_resumes(tmp_path, megabyte_disk):
+    """A program's model_dir (checkpoints and records together) on a disk that fills up: one line
+    about the checkpoint the disk refused (not a later failure to write metrics.json), exit 7, no
+    half-written file left; with space back, the same command resumes from the newest intact one."""
+    import shutil as sh
+
+    (tmp_path / "program.py").write_text(FULL_DISK_PROGRAM)
+    model_dir = megabyte_disk / "model"
+    command = [sh.which("train-estimator"), "program.py", str(model_dir)]
+    full = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    errors = [line for line in full.stderr.splitlines() if line.startswith("error:")]
+    assert full.returncode == 7 and len(errors) == 1, full.stderr[-3000:]
+    assert errors[0].startswith(f"error: cannot write a checkpoint in {model_dir} (No space left on device)"), errors
+    assert "Traceback" not in full.stderr
+    assert not [n for n in os.listdir(model_dir) if ".tmp" in n or "tempstate" in n]
+    saved = latest_step(model_dir)
+    assert saved is not None and saved < 200
+    subprocess.run(["mount", "-o", "remount,size=16m", str(megabyte_disk)], check=True)  # space back
+    again = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert latest_step(model_dir) == 200
 
 
 @pytest.mark.cli

@@ -47,12 +47,13 @@ def verify(path: str) -> Optional[str]:
 
 # Names TensorFlow and the runner give files while writing them: removed when a save was cut short.
 _TEMP_DIR = re.compile(r".+-\d+_temp(_[0-9a-f]{32})?$")  # a sharded save's <prefix>-<step>_temp[_<uuid>]/
-_TEMP_FILE = re.compile(r"(.+\.tempstate\d+|checkpoint\.tmp[0-9a-f]{32}|.+\.json\.\d+\.tmp)$")
+# TensorFlow's atomic writes (the ``checkpoint`` state, ``.meta``, ``graph.pbtxt``) go through <name>.tmp<uuid>.
+_TEMP_FILE = re.compile(r"(.+\.tempstate\d+|.+\.tmp[0-9a-f]{32}|.+\.json\.\d+\.tmp)$")
 
 
 def clean_leftovers(checkpoint_dir: str) -> None:
     """Remove what an interrupted save leaves: TensorFlow's ``<prefix>-<step>_temp`` dirs, its
-    ``.tempstate`` and ``checkpoint.tmp<uuid>`` files, and the runner's ``*.json.<pid>.tmp``. Names
+    ``.tempstate`` and ``<name>.tmp<uuid>`` files, and the runner's ``*.json.<pid>.tmp``. Names
     only so shaped are touched (a user's ``my_templates`` stays)."""
     for name in os.listdir(checkpoint_dir):
         path = os.path.join(checkpoint_dir, name)

@@ -8,6 +8,7 @@ checkpoint dir before the data, the graph, the hooks and the checkpoint have bee
 
 import logging
 import os
+import re
 import time
 from dataclasses import dataclass, replace
 from typing import Callable, Dict, Optional
@@ -15,11 +16,11 @@ from typing import Callable, Dict, Optional
 import tensorflow as tf
 
 from trainer.checkpoints.guard import metrics_path
-from trainer.checkpoints.intact import latest_step
+from trainer.checkpoints.intact import clean_leftovers, latest_step
 from trainer.data.files import FileSource
 from trainer.data.pipelines import input_error
 from trainer.data.sources import check_training_arrays, eval_source, load_data
-from trainer.errors import Preempted, describe
+from trainer.errors import Preempted, RecordError, TrainerError, describe
 from trainer.model.spec import RunConfig
 from trainer.hooks.assembly import RunParts, UserHooks, check_user_hooks, make_training_hooks, make_user_hooks
 from trainer.hooks.evaluation import EvalHook, SeparateEvaluation, SharedEvaluation
@@ -110,6 +111,22 @@ def _timed(timings: Dict, key: str, work):
         return work()
     finally:
         timings[key] = time.time() - mark
+
+
+def _disk_full(ckpt_dir: str, error: Exception) -> Optional[RecordError]:
+    """A write a full disk refused (a checkpoint, a summary file), as one line naming it; what a save left
+    half-written is removed."""
+    text = str(error)
+    if "No space left on device" not in text or isinstance(error, TrainerError):  # a record's: named already
+        return None
+    if os.path.isdir(ckpt_dir):
+        clean_leftovers(ckpt_dir)
+    found = re.search(r"(/\S+?);? No space left on device", text)
+    path = re.sub(r"\.tempstate\d+$", "", found.group(1)) if found else ckpt_dir
+    what = f"a checkpoint in {os.path.dirname(path)}" if re.search(r"\.ckpt-\d+\.", path) else path
+    step = latest_step(ckpt_dir) if os.path.isdir(ckpt_dir) else None
+    return RecordError(f"cannot write {what} (No space left on device); free space there, then run the same "
+                       f"command: it resumes from the newest intact checkpoint{f' (step {step})' if step else ''}")
 
 
 def _naming_columns(arrays, build):
@@ -219,10 +236,14 @@ class _Run:
         try:
             return self.train(start_step)
         except Exception as e:
-            better = input_error(self.arrays, e)  # a bad record of a file source: name the file and record
-            write_json(metrics_path(self.workdir), failure_record(
-                self.cfg, describe(better or e), start_step=start_step, max_steps=self.cfg.train.max_steps,
-                global_step=_last_step(self.cfg.checkpoint.dir, start_step)))
+            # a bad record of a file source (the file and record named), or a checkpoint a full disk refused
+            better = input_error(self.arrays, e) or _disk_full(self.cfg.checkpoint.dir, e)
+            try:
+                write_json(metrics_path(self.workdir), failure_record(
+                    self.cfg, describe(better or e), start_step=start_step, max_steps=self.cfg.train.max_steps,
+                    global_step=_last_step(self.cfg.checkpoint.dir, start_step)))
+            except (OSError, RecordError) as unrecorded:  # the failure itself is what the user must see
+                log.warning("the failure is not recorded in metrics.json: %s", unrecorded)
             if better is not None:
                 raise better from None
             raise
