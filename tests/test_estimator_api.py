@@ -623,3 +623,20 @@ def test_a_program_record_asks_for_params_it_could_not_keep_in_plain_words(tmp_p
     message = str(raised.value)
     assert "give model.params='{...}' (the program's params (values that are not plain data))" in message, message
     assert "the program's the" not in message and "model.fn=" not in message
+
+
+def test_a_serving_input_receiver_fn_returning_the_wrong_thing_is_named_in_the_programs_terms(classifier, tmp_path):
+    from trainer.errors import ContractError
+
+    x, y = _data()
+    classifier.train(_inputs(x, y), steps=2)
+
+    def serving_input_receiver_fn():
+        return tf1.placeholder(tf.float32, [None, 4])  # a tensor, not a receiver
+
+    with pytest.raises(ContractError, match=r"^the serving_input_receiver_fn test_a_serving_input_receiver_fn_returning"
+                                            r".*serving_input_receiver_fn \(test_estimator_api.py:\d+\) returned "
+                                            r"\w*Tensor; return a tf.estimator.export.ServingInputReceiver") as raised:
+        classifier.export_saved_model(str(tmp_path / "export"), serving_input_receiver_fn)
+    assert "export.serving_input_fn" not in str(raised.value) and "registry" not in str(raised.value)
+    assert not [n for n in os.listdir(tmp_path / "export")] if (tmp_path / "export").exists() else True

@@ -51,7 +51,8 @@ def callable_name(key: str, path: str, fn: Any) -> str:
         return f"{key}={path}"
     code = getattr(target, "__code__", None)
     where = f" ({os.path.basename(code.co_filename)}:{code.co_firstlineno})" if code is not None else ""
-    kind = "model_fn" if key == "model.fn" else "input_fn" if key.endswith("_fn") else "function"
+    kind = {"model.fn": "model_fn", "export.serving_input_fn": "serving_input_receiver_fn"}.get(
+        key, "input_fn" if key.endswith("_fn") else "function")
     return f"the {kind} {qualname}{where}"
 
 

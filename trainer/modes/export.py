@@ -11,10 +11,10 @@ from typing import Dict
 import tensorflow as tf
 
 from trainer.checkpoints.intact import checkpoint_step
-from trainer.config.targets import load_callable
+from trainer.config.targets import callable_name, load_callable
 from trainer.data.pipelines import make_eval_input
 from trainer.data.sources import load_data
-from trainer.errors import ConfigError
+from trainer.errors import ConfigError, ContractError
 from trainer.model.graph import build_predict_part
 from trainer.model.model_fn import make_run_config, model_params
 from trainer.modes.checkpoint import checkpoint_to_read
@@ -31,8 +31,8 @@ def _receiver(result, key: str):
     elif isinstance(result, (tuple, list)) and len(result) == 2:
         receivers, features = result
     else:
-        raise ConfigError(f"{key} returned {type(result).__name__}; return a trainer.estimator.export."
-                          "ServingInputReceiver(features, receiver_tensors) or (receiver_tensors, features)")
+        raise ContractError(f"{key} returned {type(result).__name__}; return a tf.estimator.export."
+                            "ServingInputReceiver(features, receiver_tensors) or (receiver_tensors, features)")
     if not isinstance(receivers, dict):
         receivers = {"input": receivers}
     return receivers, features
@@ -57,7 +57,7 @@ def _serving_input(cfg, data, run_config):
     eval input's features (batch dimension open)."""
     if cfg.export.serving_input_fn:
         fn = load_callable(cfg.export.serving_input_fn, "export.serving_input_fn")
-        return _receiver(fn(), "export.serving_input_fn")
+        return _receiver(fn(), callable_name("export.serving_input_fn", cfg.export.serving_input_fn, fn))
     like = _eval_features(cfg, data, run_config)
     if isinstance(like, dict):
         features = {name: _placeholder_like(t, name) for name, t in sorted(like.items())}
