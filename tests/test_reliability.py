@@ -465,7 +465,7 @@ def input_fn():
 
 
 config = tf.estimator.RunConfig(save_checkpoints_steps=10, keep_checkpoint_max=100)
-tf.estimator.Estimator(model_fn, model_dir=sys.argv[1], config=config).train(input_fn, max_steps=200)
+tf.estimator.Estimator(model_fn, model_dir=sys.argv[1], config=config).train(input_fn, max_steps=60)
 '''
 
 
@@ -499,11 +499,11 @@ def test_a_program_training_into_a_full_disk_names_the_checkpoint_and_resumes(tm
     assert "Traceback" not in full.stderr
     assert not [n for n in os.listdir(model_dir) if ".tmp" in n or "tempstate" in n]
     saved = latest_step(model_dir)
-    assert saved is not None and saved < 200
+    assert saved is not None and saved < 60
     subprocess.run(["mount", "-o", "remount,size=16m", str(megabyte_disk)], check=True)  # space back
     again = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert latest_step(model_dir) == 200
+    assert latest_step(model_dir) == 60
 
 
 @pytest.mark.cli

@@ -170,10 +170,9 @@ tf.estimator.train_and_evaluate(estimator, tf.estimator.TrainSpec(train_input_fn
 
 
 @pytest.mark.cli
-@pytest.mark.parametrize("signal_number,status", [(2, 130), (15, 143)])
-def test_a_signal_during_train_and_evaluates_evaluation_stops_within_seconds(tmp_path, signal_number, status):
+def test_a_signal_during_train_and_evaluates_evaluation_stops_within_seconds(tmp_path, signal_number=15, status=143):
     """The evaluation train_and_evaluate runs after a checkpoint is saved (inside the saver's listener)
-    ends within seconds of SIGTERM or SIGINT: the run stops as in training (one line, the train
+    ends within seconds of SIGTERM (SIGINT takes the same path): the run stops as in training (one line, the train
     command's status), with the checkpoint it had saved, and no evaluation recorded."""
     import time
 
