@@ -25,7 +25,7 @@ import pytest
 from docs_fixtures import write_fixtures
 from helpers import TESTS_DIR
 
-pytestmark = [pytest.mark.cli, pytest.mark.slow, pytest.mark.xdist_group("documents")]  # in order, on one worker
+pytestmark = [pytest.mark.cli, pytest.mark.slow]
 
 ROOT = os.path.dirname(TESTS_DIR)
 DOCUMENTS = ["README.md"] + sorted(os.path.join("docs", n) for n in os.listdir(os.path.join(ROOT, "docs"))
