@@ -639,4 +639,4 @@ def test_a_serving_input_receiver_fn_returning_the_wrong_thing_is_named_in_the_p
                                             r"\w*Tensor; return a tf.estimator.export.ServingInputReceiver") as raised:
         classifier.export_saved_model(str(tmp_path / "export"), serving_input_receiver_fn)
     assert "export.serving_input_fn" not in str(raised.value) and "registry" not in str(raised.value)
-    assert not [n for n in os.listdir(tmp_path / "export")] if (tmp_path / "export").exists() else True
+    assert not (tmp_path / "export").exists() or not os.listdir(tmp_path / "export")  # nothing half-exported

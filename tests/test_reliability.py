@@ -407,17 +407,23 @@ def test_a_memory_mapped_array_cut_short_under_a_running_job_fails_in_one_line(t
     assert record["status"] == "failed" and "x_train.npy" in record["error"] and record["global_step"] >= 20
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 512 KiB tmpfs (root only; skipped where mounting is not allowed)."""
-    mount = tmp_path / "small"
+def _tmpfs(mount, size: str):
+    """A tmpfs of ``size`` mounted at ``mount`` while the test runs (root only; skipped where mounting
+    is not allowed)."""
     mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)], capture_output=True).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
+                      capture_output=True).returncode:
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 512 KiB tmpfs."""
+    yield from _tmpfs(tmp_path / "small", "512k")
 
 
 @pytest.mark.cli
@@ -471,15 +477,8 @@ tf.estimator.Estimator(model_fn, model_dir=sys.argv[1], config=config).train(inp
 
 @pytest.fixture
 def megabyte_disk(tmp_path):
-    """A 1 MiB tmpfs that can be grown (root only; skipped where mounting is not allowed)."""
-    mount = tmp_path / "megabyte"
-    mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True).returncode:
-        pytest.skip("cannot mount a tmpfs here (needs root)")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+    """A 1 MiB tmpfs, which a test may grow by remounting it."""
+    yield from _tmpfs(tmp_path / "megabyte", "1m")
 
 
 @pytest.mark.cli

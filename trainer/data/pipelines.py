@@ -355,6 +355,7 @@ def _csv_from_memory(lines: np.ndarray, examples: Callable, batch_size: int, see
     """Training batches of CSV ``lines`` held in memory (fed through a placeholder, never a graph
     constant): a full seeded shuffle per epoch, started at the restored step's batch in constant
     time (``_shuffled_batches``), each batch of lines gathered and parsed at once."""
+    check_batch_fits(batch_size, len(lines), replicas)
     with tf1.name_scope("train_input"):
         lines_ph = tf1.placeholder(tf.string, [None], name="csv_lines")
         skip = tf1.placeholder_with_default(tf.constant(0, tf.int64), [], name="skip_batches")
@@ -403,7 +404,6 @@ def make_file_pipeline(source: FileSource, batch_size: int, train: bool, pack_ke
     lines = _csv_lines_in_memory(source) if train else None
     if lines is not None:
         source.check_training_records(replicas)
-        check_batch_fits(batch_size, len(lines), replicas)
         return _csv_from_memory(lines, examples, batch_size, seed, replicas)
     with tf1.name_scope("train_input" if train else "eval_input"):
         first_epoch = offset = None

@@ -70,8 +70,7 @@ def train(cfg, workdir: str, role=None, on_accepted: Optional[Callable[[], None]
     arrays = _timed(timings, "data", lambda: _load_data(cfg))
     run_config = make_run_config(cfg, role.cluster_role)
     placement = role.placement(device, cfg.device.replicas, precision)
-    graph = _timed(timings, "graph", lambda: _naming_columns(arrays, lambda: build_graph(cfg, arrays, placement,
-                                                                                         run_config)))
+    graph = _timed(timings, "graph", lambda: _naming_columns(arrays, build_graph, cfg, arrays, placement, run_config))
     # The config's hooks are checked now (imported, their classes checked). The runner's and TensorFlow's
     # are built now too (a wrong tensor name fails before the dir is touched); a run naming other code is
     # built only once accepted (every check passed, the dir held): a refused run calls none of it.
@@ -80,7 +79,7 @@ def train(cfg, workdir: str, role=None, on_accepted: Optional[Callable[[], None]
     if early:
         with graph.graph.as_default():
             user = make_user_hooks(cfg)
-    evaluation = _naming_columns(arrays, lambda: _evaluation(cfg, graph, arrays, device, run_config))
+    evaluation = _naming_columns(arrays, _evaluation, cfg, graph, arrays, device, run_config)
     # Checked before the first step: a wrong name fails now, not after training.
     objective = role.objective(cfg.eval.objective, evaluation)
     run = _Run(cfg, workdir, graph, device, user if early else None, role, timings, arrays, run_config, evaluation,
@@ -129,10 +128,10 @@ def _disk_full(ckpt_dir: str, error: Exception) -> Optional[RecordError]:
                        f"command: it resumes from the newest intact checkpoint{f' (step {step})' if step else ''}")
 
 
-def _naming_columns(arrays, build):
-    """``build()``; TensorFlow's refusal of a CSV column's name as a scope becomes one line naming the header."""
+def _naming_columns(arrays, build, *args):
+    """``build(*args)``; TensorFlow's refusal of a CSV column's name as a scope becomes one line naming the header."""
     try:
-        return build()
+        return build(*args)
     except ValueError as e:
         better = arrays.column_name_error(e) if isinstance(arrays, FileSource) else None
         if better is None:
