@@ -186,14 +186,14 @@ def test_run_config_fields_the_runner_cannot_honour_are_refused_by_name(tmp_path
     assert (config.save_checkpoints_steps, config.save_checkpoints_secs, config.keep_checkpoint_max) == (50, None, 2)
     assert estimator.RunConfig().save_checkpoints_secs == 600  # Estimator's default
     with pytest.raises(ValueError, match=r"train_distribute=OneDeviceStrategy\): only MirroredStrategy"):
-        estimator.RunConfig(train_distribute=tf.distribute.OneDeviceStrategy("/cpu:0")).overrides()
-    assert not [o for o in estimator.RunConfig(train_distribute=tf.distribute.MirroredStrategy(["/cpu:0"])).overrides()
-                if o.startswith("device.")]  # one replica: nothing to change
+        estimator.RunConfig(train_distribute=tf.distribute.OneDeviceStrategy("/cpu:0")).settings()
+    assert not [k for k in estimator.RunConfig(train_distribute=tf.distribute.MirroredStrategy(["/cpu:0"])).settings()
+                if k.startswith("device.")]  # one replica: nothing to change
 
     class MirroredStrategy:  # two GPUs' worth, without the GPUs
         num_replicas_in_sync = 2
 
-    assert "device.replicas=2" in estimator.RunConfig(train_distribute=MirroredStrategy()).overrides()
+    assert estimator.RunConfig(train_distribute=MirroredStrategy()).settings()["device.replicas"] == 2
     with pytest.raises(ValueError, match="var_name_to_vocab_info is not supported"):
         estimator.Estimator(model_fn, str(tmp_path), warm_start_from=estimator.WarmStartSettings(
             str(tmp_path), var_name_to_vocab_info={"w": estimator.VocabInfo("new.txt", 3, 1, "old.txt")})).train(
@@ -501,8 +501,8 @@ def test_run_config_takes_what_estimator_took_and_names_a_bad_field_or_tf_config
     from trainer.errors import ConfigError
 
     monkeypatch.delenv("TF_CONFIG", raising=False)
-    assert "checkpoint.keep=0" in estimator.RunConfig(keep_checkpoint_max=None).overrides()
-    assert not any(o.startswith("log.every_steps") for o in estimator.RunConfig(log_step_count_steps=None).overrides())
+    assert estimator.RunConfig(keep_checkpoint_max=None).settings()["checkpoint.keep"] == 0
+    assert "log.every_steps" not in estimator.RunConfig(log_step_count_steps=None).settings()
     for field, value, says in (("save_summary_steps", "100", "an integer >= 0"), ("tf_random_seed", 1.5, "an integer"),
                                ("log_step_count_steps", 0, "an integer >= 1"),
                                ("keep_checkpoint_every_n_hours", 0, "a number > 0"),
@@ -615,9 +615,11 @@ def test_a_program_record_asks_for_params_it_could_not_keep_in_plain_words(tmp_p
     class Column:  # an object a program's params might hold
         pass
 
+    from trainer.estimator.plan import Call
     from trainer.estimator.record import write_record
 
-    write_record(str(tmp_path), ["model=model_fn", "mode=train"], {"model.fn": model_fn}, {"columns": [Column()]})
+    write_record(str(tmp_path), Call(settings={"model.fn": model_fn, "mode": "train"}), {"model.fn": model_fn},
+                 {"columns": [Column()]})
     with pytest.raises(ConfigError) as raised:
         resume_overrides(str(tmp_path), ["train.max_steps=5"])
     message = str(raised.value)

@@ -201,9 +201,9 @@ def test_params_recorded_for_resume_come_back_exactly_or_are_asked_for():
     from trainer.estimator.record import _round_trips, _yaml_value
 
     for exact in ({"a": 1, "b": "x", "l": [1, 2.5, "q"]}, {"s": "é日"}, {"t": True, "n": None}):
-        assert _round_trips(_yaml_value(exact), exact), exact
+        assert _round_trips("+model.params", _yaml_value(exact), exact), exact
     for changed in ({"s": "${oc.env:HOME}"}, {"s": "a\\b"}, {"s": "a\nb"}, {"f": float("inf")}):
-        assert not _round_trips(_yaml_value(changed), changed), changed
+        assert not _round_trips("+model.params", _yaml_value(changed), changed), changed
 
 
 @pytest.mark.cli

@@ -13,6 +13,10 @@ from trainer.errors import RecordError
 
 log = logging.getLogger(__name__)
 
+# Beside a run dir's ``.hydra/overrides.yaml``, written by a Python program's training call
+# (``trainer.estimator.record``): the callables the train command must be given to resume it.
+PROGRAM_RECORD = "program.yaml"
+
 
 def _json_safe(value, path: str, found: List[str]):
     """``value`` with each NaN or infinite float made null (JSON has neither), its key path in ``found``."""

@@ -18,6 +18,7 @@ from omegaconf import OmegaConf
 from trainer.checkpoints.intact import checkpoint_step, clean_leftovers, find_intact, repair_state, roll_back
 from trainer.checkpoints.lock import LOCK, DirLock
 from trainer.checkpoints.manifest import MANIFEST, check_compatible, check_same_data, read_manifest, write_manifest
+from trainer.config.targets import target_name
 from trainer.errors import ConfigError
 from trainer.records import read_json, write_json
 
@@ -27,7 +28,7 @@ log = logging.getLogger("trainer")
 def graph_config(cfg) -> Dict:
     """The config that shapes the graph's variables: what a resumed run must not change."""
     return {
-        "model.fn": cfg.model.fn,
+        "model.fn": target_name(cfg.model.fn),
         "model.params": OmegaConf.to_container(cfg.model.params, resolve=True),
         "optimizer._target_": cfg.optimizer._target_,
     }

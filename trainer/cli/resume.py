@@ -9,10 +9,7 @@ from omegaconf import ListConfig, OmegaConf
 
 from trainer.cli.paths import override_key
 from trainer.errors import ConfigError
-
-# Written into a model_dir by a Python program's training call (``trainer.estimator.record``): the
-# callables the train command must be given to resume it.
-PROGRAM_RECORD = "program.yaml"
+from trainer.records import PROGRAM_RECORD
 
 
 def override_target(override: str) -> str:
@@ -63,10 +60,18 @@ def _check_program_needs(run_dir: str, overrides: List[str]) -> None:
     missing = {k: v for k, v in (record.get("needs") or {}).items()
                if k not in given and (training or k != "data.train_fn")}  # evaluate, predict, export: no training input
     if missing:
-        what = "; ".join(f"{k}='{{...}}' (the program's {v})" if k == "model.params" else
-                         f"{k}=MODULE.FUNCTION (the program's {v} is not importable)" for k, v in missing.items())
+        what = "; ".join(_asked(k, v) for k, v in missing.items())
         raise ConfigError(f"resume={run_dir}: trained by the program {record.get('program')}; give {what}, "
                           "or run the program again")
+
+
+def _asked(key: str, what: str) -> str:
+    """How the command asks for one key a program's record could not hold (``what``: the record's words)."""
+    if key == "model.params":
+        return f"{key}='{{...}}' (the program's {what})"
+    if what.startswith("value"):
+        return f"{key}=... (the program's {what})"
+    return f"{key}=MODULE.FUNCTION (the program's {what} is not importable)"
 
 
 def resume_overrides(run_dir: str, overrides: List[str]) -> List[str]:

@@ -86,7 +86,7 @@ class ProgressKind(Choice):
 @dataclass
 class ModelConfig:
     name: str = MISSING  # recorded in metrics.json and the run name
-    fn: str = MISSING  # dotted path of model_fn(features, labels, mode, params)
+    fn: Any = MISSING  # dotted path of model_fn(features, labels, mode, params) (the Estimator API: the function)
     params: Dict[str, Any] = field(default_factory=dict)  # passed to model_fn as `params`
 
 
@@ -169,8 +169,8 @@ class DataConfig:
     label_vocabulary: Optional[List[str]] = None  # string labels, in class-id order (csv: null reads them)
     ignore: List[str] = field(default_factory=list)  # features the built-in models do not get
     compression: Optional[str] = None  # tfrecord: GZIP | ZLIB | null
-    train_fn: Optional[str] = None  # data=input_fn: dotted path of the training input_fn
-    eval_fn: Optional[str] = None  # data=input_fn: dotted path of the evaluation input_fn (a finite Dataset)
+    train_fn: Optional[Any] = None  # data=input_fn: dotted path of the training input_fn (the Estimator API: the function)
+    eval_fn: Optional[Any] = None  # data=input_fn: dotted path of the evaluation input_fn (a finite Dataset)
     skip_trained_batches: bool = True  # data=input_fn: a resumed run skips the batches trained on; false: restart the input (as each Estimator.train call did)
 
 
@@ -321,7 +321,7 @@ class EvalConfig:
 @dataclass
 class PredictConfig:
     input: Optional[str] = None  # an .npz (key x, images or x_test) or IDX images file; null: the test split
-    input_fn: Optional[str] = None  # or a dotted path of an input_fn (mode infer) giving the features to predict
+    input_fn: Optional[Any] = None  # or a dotted path of an input_fn (mode infer) giving the features to predict
     output: Optional[str] = None  # null: predictions.npz in the run dir (replaced by the next prediction)
     overwrite: bool = False  # replace an existing predict.output (never a file the run reads)
     checkpoint: Optional[str] = None  # null: the latest in checkpoint.dir
@@ -331,7 +331,7 @@ class PredictConfig:
 class ExportConfig:
     dir: Optional[str] = None  # null: export/<global step> in the run dir (must not exist yet)
     checkpoint: Optional[str] = None  # null: the latest in checkpoint.dir
-    serving_input_fn: Optional[str] = None  # dotted path returning a ServingInputReceiver (or (receivers, features)); null: like the eval features
+    serving_input_fn: Optional[Any] = None  # dotted path returning a ServingInputReceiver (or (receivers, features)); null: like the eval features
 
 
 @dataclass

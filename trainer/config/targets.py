@@ -23,12 +23,15 @@ def plain(value: Any) -> Any:
     return value
 
 
-def load_callable(path: str, key: str) -> Callable:
-    """The function or class at dotted ``path``, given as config ``key``.
+def load_callable(path: Any, key: str) -> Callable:
+    """The function or class at dotted ``path``, given as config ``key``; a callable object is itself
+    (a program's own function, which the Estimator API puts in the config as it is).
 
     Raises:
       ConfigError: it cannot be imported, or is not callable.
     """
+    if callable(path) and not isinstance(path, str):
+        return path
     try:
         found = hydra.utils.get_method(path) if "." in str(path) else None
     except Exception as e:
@@ -40,7 +43,17 @@ def load_callable(path: str, key: str) -> Callable:
     return found
 
 
-def callable_name(key: str, path: str, fn: Any) -> str:
+def target_name(value: Any) -> str:
+    """A config value naming user code, as records write it: the dotted path itself, or for a program's
+    own object (what its ``stands_for`` holds) the module and qualified name it was defined under."""
+    if isinstance(value, str) or value is None:
+        return value
+    target = getattr(value, "stands_for", value)
+    target = getattr(target, "func", target)
+    return f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', type(target).__name__)}"
+
+
+def callable_name(key: str, path: Any, fn: Any) -> str:
     """How a message names a user's function: ``key=path`` where the config named it by that path;
     else (an object a program handed to the Estimator API) where it was defined, such as
     ``the model_fn model_fn (program.py:22)``. A wrapper names the function its ``stands_for`` holds."""
@@ -65,6 +78,8 @@ def instantiate(entry: Any, key: str) -> Any:
     entry = plain(entry)
     if not isinstance(entry, dict) or "_target_" not in entry:
         raise ConfigError(f"{key}: no _target_; give the class or factory to build, e.g. {{_target_: my_pkg.MyHook}}")
+    if callable(entry["_target_"]):  # a program's own factory (the Estimator API), which has no dotted path
+        return entry["_target_"](**{k: v for k, v in entry.items() if k != "_target_"})
     try:
         return hydra.utils.instantiate(entry, _convert_="all")
     except Exception as e:

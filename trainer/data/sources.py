@@ -19,6 +19,7 @@ from typing import Optional
 import numpy as np
 from omegaconf import open_dict
 
+from trainer.config.targets import callable_name
 from trainer.data.ahead import NOT_LOADED, taken
 from trainer.data.columns import fill_table_columns
 from trainer.data.files import FileSource, inferred_classes, load_files
@@ -521,7 +522,7 @@ def load_data(cfg):
 def eval_source(cfg, data) -> str:
     """The evaluation's input as errors and logs name it (``data``: what :func:`load_data` returned)."""
     if data is None:
-        return f"data.eval_fn={cfg.data.eval_fn}"
+        return callable_name("data.eval_fn", cfg.data.eval_fn, cfg.data.eval_fn)
     if isinstance(data, FileSource):
         return f"data.eval_files ({len(data.eval_files)} files)"
     if cfg.data.get("validation_examples"):

@@ -5,7 +5,7 @@ checkpoints, exact resume, SIGTERM checkpoint, lock, NaN guard and records in it
 The ``model_dir`` is the run dir and the checkpoint dir at once, laid out as Estimator laid it out
 (``model.ckpt-N``, ``eval/``, ``export/``) plus the runner's ``metrics.json`` and ``manifest.json``.
 The model_fn, input_fns and hooks are the program's own Python objects (closures, partials, bound
-methods and lambdas too): they are handed to the runner under dotted names (``registry``).
+methods and lambdas too): each call's config (``plan.Call``) holds them as they are.
 """
 
 import copy
@@ -17,7 +17,7 @@ from typing import Callable, Dict, Iterable, List, Optional
 
 from trainer.config.targets import declared_args
 import trainer as _runner  # bound now: a program's own package may take the name (estimator.shadow)
-from trainer.estimator import registry
+from trainer.estimator.plan import Call
 from trainer.estimator.record import write_record
 from trainer.estimator.run_config import RunConfig
 from trainer.model.model_fn import MODEL_FN_ARGS, ModelFn
@@ -46,7 +46,7 @@ class Estimator:
             log.warning("Using temporary folder as model directory: %s", model_dir)
         self._model_dir = os.path.abspath(os.path.expanduser(str(model_dir)))
         self._config = config.replace(model_dir=self._model_dir)
-        self._config.overrides()  # a field the runner cannot honour fails here, at construction
+        self._config.settings()  # a field the runner cannot honour fails here, at construction
         self._model_fn = model_fn
         self._takes = declared_args(model_fn, "model_fn", _name(model_fn), MODEL_FN_ARGS, required=("features",))
         self._params = params if params is not None and not isinstance(params, dict) else dict(params or {})
@@ -132,17 +132,17 @@ class Estimator:
         target = start + steps if steps is not None else max_steps
         if target is None:
             _reopen(self._model_dir)  # until the input ends, again: a finished record must not stop it
-        overrides = ["mode=train", "eval.enabled=false", f"train.max_steps={'null' if target is None else target}",
-                     f"data.train_fn={self._input(input_fn, 'train')}", *self._listeners(saving_listeners)]
-        if self._config.distributed:  # this process is one task of the cluster TF_CONFIG describes
-            overrides.append("distributed=tf_config")
-        made = self._overrides(overrides, ModeKeys.TRAIN, hooks)
+        call = self._call({"mode": "train", "eval.enabled": False, "train.max_steps": target,
+                           "data.train_fn": self._input(input_fn), **self._listeners(saving_listeners)},
+                          ModeKeys.TRAIN, hooks,
+                          # this process is one task of the cluster TF_CONFIG describes
+                          distributed="tf_config" if self._config.distributed else "none")
 
         def record() -> None:  # once the run is accepted: `train resume=MODEL_DIR` continues it
-            write_record(self._model_dir, made, {"model.fn": self._model_fn, "data.train_fn": input_fn},
+            write_record(self._model_dir, call, {"model.fn": self._model_fn, "data.train_fn": input_fn},
                          self._call_params())
 
-        result = _runner.run(compose(made), self._model_dir, on_accepted=record)
+        result = _runner.run(call.config(), self._model_dir, on_accepted=record)
         if isinstance(result, dict) and result.get("loss") is not None:  # Estimator's closing line of a train()
             _tf_log("Loss for final step: %s.", result["loss"])
         return self
@@ -152,9 +152,10 @@ class Estimator:
         """Evaluate a checkpoint (default the newest) over ``input_fn`` (``steps`` batches at most): the
         metrics, ``loss`` and ``global_step``; written as summaries in ``eval`` (``eval_<name>``)."""
         path = self._checkpoint(checkpoint_path)
-        overrides = ["mode=evaluate", f"data.eval_fn={self._input(input_fn, 'eval')}", f"eval.checkpoint={path}",
-                     f"eval.steps={'null' if steps is None else int(steps)}", "eval.objective=loss"]
-        result = self._run(overrides, ModeKeys.EVAL, hooks)
+        call = self._call({"mode": "evaluate", "data.eval_fn": self._input(input_fn), "eval.checkpoint": path,
+                           "eval.steps": None if steps is None else int(steps), "eval.objective": "loss"},
+                          ModeKeys.EVAL, hooks)
+        result = _runner.run(call.config(), self._model_dir)
         values = dict(result["metrics"], global_step=result["global_step"])
         _write_summaries(self.eval_dir(name), values)
         values = _as_numpy(values)
@@ -172,8 +173,8 @@ class Estimator:
 
         path = self._checkpoint(checkpoint_path)
         set_environment()
-        cfg = prepare(self._cfg(["mode=predict", f"predict.input_fn={self._input(input_fn, 'predict')}"],
-                                ModeKeys.PREDICT, hooks), self._model_dir)
+        call = self._call({"mode": "predict", "predict.input_fn": self._input(input_fn)}, ModeKeys.PREDICT, hooks)
+        cfg = prepare(call.config(), self._model_dir)
         for batch in predicted_batches(cfg, path):
             keys = _keys(batch, predict_keys)
             single = isinstance(batch, BareTensor) and not predict_keys
@@ -193,9 +194,9 @@ class Estimator:
                              "are not supported; leave them at their defaults")
         path = self._checkpoint(checkpoint_path)
         export_dir = _timestamped(os.path.abspath(os.path.expanduser(str(export_dir_base))))
-        overrides = ["mode=export", f"export.dir={export_dir}", f"export.checkpoint={path}",
-                     f"export.serving_input_fn={registry.register(serving_input_receiver_fn, 'serving')}"]
-        self._run(overrides, ModeKeys.PREDICT, None)
+        call = self._call({"mode": "export", "export.dir": export_dir, "export.checkpoint": path,
+                           "export.serving_input_fn": _standing_for(serving_input_receiver_fn)}, ModeKeys.PREDICT, None)
+        _runner.run(call.config(), self._model_dir)
         return export_dir.encode()
 
     export_savedmodel = export_saved_model
@@ -206,8 +207,8 @@ class Estimator:
         """The params this call's model_fn and input_fns get (TPUEstimator adds the batch size)."""
         return self._params
 
-    def _input(self, input_fn: Callable, kind: str) -> str:
-        """``input_fn`` under a dotted name, called with the Estimator's params (not the runner's)."""
+    def _input(self, input_fn: Callable) -> Callable:
+        """``input_fn`` as the runner calls it, with the Estimator's params (not the runner's)."""
         takes = declared_args(input_fn, "input_fn", _name(input_fn), INPUT_FN_ARGS)
         params = self._call_params()
 
@@ -216,15 +217,15 @@ class Estimator:
             return input_fn(**{k: v for k, v in offered.items() if k in takes})
 
         call.stands_for = input_fn  # messages name the program's function
-        return registry.register(call, f"{kind}_input", owner=input_fn)
+        return call
 
-    def _listeners(self, listeners: Optional[Iterable]) -> List[str]:
-        return [f"+checkpoint.listeners.l{i}={{_target_: {registry.register(_returning(listener), 'listener', listener)}}}"
-                for i, listener in enumerate(listeners or ())]
+    def _listeners(self, listeners: Optional[Iterable]) -> Dict:
+        return {f"checkpoint.listeners.l{i}": {"_target_": _returning(listener)}
+                for i, listener in enumerate(listeners or ())}
 
-    def _model(self, call_mode: str, hooks: Optional[Iterable]) -> str:
-        """The model_fn under a dotted name: called with the Estimator's params, ``hooks`` added to the
-        spec's hooks when it is called for ``call_mode``."""
+    def _model(self, call_mode: str, hooks: Optional[Iterable]) -> Callable:
+        """The model_fn as the runner calls it: with the Estimator's params, ``hooks`` added to the spec's
+        hooks when it is called for ``call_mode``."""
         user = ModelFn(self._model_fn, _name(self._model_fn), self._takes)
         params, hooks = self._call_params(), list(hooks or ())
         field = {ModeKeys.TRAIN: "training_hooks", ModeKeys.EVAL: "evaluation_hooks",
@@ -237,40 +238,15 @@ class Estimator:
             return spec
 
         model_fn.stands_for = self._model_fn  # messages name the program's function
-        return registry.register(model_fn, "model_fn", owner=self._model_fn)
+        return model_fn
 
-    def _overrides(self, overrides: List[str], mode: str, hooks: Optional[Iterable]) -> List[str]:
-        """The runner's config of a call, as overrides: the Estimator's, then the call's own."""
-        base = ["model=model_fn", f"model.fn={self._model(mode, hooks)}", "data=input_fn", "log.progress=off",
-                "data.skip_trained_batches=false",  # each call reads its input from the start, as Estimator's did
-                f"checkpoint.dir={self._model_dir}", f"session={os.environ.get('TRAINER_SESSION', 'monitored')}"]
-        return [*base, *self._config.overrides(), *_warm_start(self._warm_start_from), *overrides]
-
-    def _cfg(self, overrides: List[str], mode: str, hooks: Optional[Iterable]):
-        return compose(self._overrides(overrides, mode, hooks))
-
-    def _run(self, overrides: List[str], mode: str, hooks: Optional[Iterable]) -> Dict:
-        return _runner.run(self._cfg(overrides, mode, hooks), self._model_dir)
-
-
-def compose(overrides: List[str]):
-    """The runner's config with ``overrides``, composed as the ``train`` command composes it."""
-    from hydra import compose as hydra_compose, initialize_config_module
-    from hydra.core.global_hydra import GlobalHydra
-
-    from trainer.cli.paths import register_resolvers
-    from trainer.config.schema import register_configs
-
-    register_configs()
-    register_resolvers()
-    held = GlobalHydra.instance().hydra if GlobalHydra.instance().is_initialized() else None
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_module(config_module="trainer.conf", version_base="1.3"):
-            return hydra_compose("config", overrides=list(overrides))
-    finally:
-        if held is not None:  # the program's own Hydra app (a program run under @hydra.main) comes back
-            GlobalHydra.instance().initialize(held)
+    def _call(self, settings: Dict, mode: str, hooks: Optional[Iterable], distributed: str = "none") -> Call:
+        """The runner's config of a call: the Estimator's keys, then the call's own."""
+        base = {"model.fn": self._model(mode, hooks), "log.progress": "off",
+                "data.skip_trained_batches": False,  # each call reads its input from the start, as Estimator's did
+                "checkpoint.dir": self._model_dir}
+        return Call(session=os.environ.get("TRAINER_SESSION", "monitored"), distributed=distributed,
+                    settings={**base, **self._config.settings(), **_warm_start(self._warm_start_from), **settings})
 
 
 def _name(fn) -> str:
@@ -281,7 +257,17 @@ def _returning(obj):
     def make():
         return obj
 
+    make.stands_for = obj
     return make
+
+
+def _standing_for(fn: Callable) -> Callable:
+    """``fn`` behind a plain function (copied as itself with the config), which messages name by ``fn``."""
+    def call(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    call.stands_for = fn
+    return call
 
 
 def _tf_log(message: str, *args) -> None:
@@ -339,9 +325,9 @@ def _write_summaries(logdir: str, values: Dict) -> None:
         writer.flush()
 
 
-def _warm_start(setting) -> List[str]:
+def _warm_start(setting) -> Dict:
     if setting is None:
-        return []
+        return {}
     path = getattr(setting, "ckpt_to_initialize_from", setting)
     variables = getattr(setting, "vars_to_warm_start", ".*")
     if not isinstance(variables, str):
@@ -350,5 +336,5 @@ def _warm_start(setting) -> List[str]:
     if getattr(setting, "var_name_to_vocab_info", None):
         raise ValueError("warm_start_from: var_name_to_vocab_info is not supported; leave it unset")
     name_map = getattr(setting, "var_name_to_prev_var_name", None) or {}
-    out = [f"init_from.checkpoint={path}", f"init_from.vars_to_warm_start='{variables}'"]
-    return out + [f"+init_from.var_name_map.{k}={v}" for k, v in name_map.items()]
+    out = {"init_from.checkpoint": str(path), "init_from.vars_to_warm_start": variables}
+    return {**out, "init_from.var_name_map": dict(name_map)} if name_map else out

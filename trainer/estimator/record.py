@@ -17,8 +17,9 @@ from typing import Any, Dict, List, Optional
 
 from omegaconf import OmegaConf
 
-from trainer.cli.paths import override_key
-from trainer.cli.resume import PROGRAM_RECORD
+from trainer.estimator.plan import Call
+from trainer.records import PROGRAM_RECORD
+
 _DROPPED = ("checkpoint.listeners.",)  # a call's saving listeners: Python objects of that call only
 
 
@@ -65,18 +66,18 @@ def _yaml_value(value: Any) -> Optional[str]:
     return None
 
 
-def _round_trips(value: str, params: Dict) -> bool:
-    """Whether ``+model.params=value``, read back as ``train resume=`` reads it (Hydra's override parser,
-    then OmegaConf resolving interpolations), gives ``params`` exactly: a string holding ``${...}``, a
+def _round_trips(key: str, value: str, expected: Any) -> bool:
+    """Whether ``key=value``, read back as ``train resume=`` reads it (Hydra's override parser, then
+    OmegaConf resolving interpolations), gives ``expected`` exactly: a string holding ``${...}``, a
     backslash, a newline or a NaN would not, and is then asked for by key rather than changed."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:
-        parsed = OverridesParser.create().parse_override(f"+model.params={value}").value()
+        parsed = OverridesParser.create().parse_override(f"{key}={value}").value()
         back = OmegaConf.to_container(OmegaConf.create({"p": parsed}), resolve=True)["p"]
     except Exception:  # any failure to read it back means it would not come back as it was
         return False
-    return _same(back, params)
+    return _same(back, expected)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -87,25 +88,33 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def write_record(model_dir: str, overrides: List[str], callables: Dict[str, Any], params: Dict) -> None:
-    """Write the train command's record of a training call into ``model_dir``: ``overrides`` with
-    each key of ``callables`` (``model.fn``, ``data.train_fn``: the user's objects) under its import
-    path, ``model.params`` from ``params``; what cannot be recorded is listed in ``program.yaml``."""
-    kept, needs = [], {}
-    for o in overrides:
-        key = override_key(o)
+def _recorded(key: str, value: Any) -> Optional[str]:
+    """``key=value`` as an override the train command reads back as ``value``, or None."""
+    text = _yaml_value(value)
+    return text if text is not None and _round_trips(key, text, value) else None
+
+
+def write_record(model_dir: str, call: Call, callables: Dict[str, Any], params: Dict) -> None:
+    """Write the train command's record of a training ``call`` into ``model_dir``: its config groups and
+    keys as overrides, each key of ``callables`` (``model.fn``, ``data.train_fn``: the user's objects)
+    under its import path, ``model.params`` from ``params``; what cannot be recorded is listed in
+    ``program.yaml``, to be given by key."""
+    kept = [f"{group}={option}" for group, option in call.choices().items()]
+    needs = {}
+    for key, value in call.settings.items():
         if key.startswith(_DROPPED):
             continue
         if key in callables:
-            name = importable_name(callables[key])
-            if name is None:
+            value = importable_name(callables[key])
+            if value is None:
                 needs[key] = describe(callables[key])
                 continue
-            o = f"{key}={name}"
-        kept.append(o)
-    value = _yaml_value(params) if isinstance(params, dict) else None
-    if value is not None and not _round_trips(value, params):
-        value = None  # asked for by key instead of handed back changed
+        text = _recorded(key, value)
+        if text is None:
+            needs[key] = "value, which an override cannot hold as the program gave it"
+            continue
+        kept.append(f"{key}={text}")
+    value = _recorded("+model.params", params) if isinstance(params, dict) else None
     if value is None:
         needs["model.params"] = "params (values that are not plain data)"
     elif params:

@@ -1,12 +1,12 @@
 """``RunConfig`` as a program builds it for an Estimator: Estimator's fields and defaults, ``replace``,
 and the cluster read from ``TF_CONFIG`` as Estimator read it. Each field becomes a key of the
-runner's config (:meth:`RunConfig.overrides`); a field the runner cannot honour is refused in one
+runner's config (:meth:`RunConfig.settings`); a field the runner cannot honour is refused in one
 line naming it, never ignored."""
 
 import json
 import numbers
 import os
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from trainer.errors import ArgumentError
 
@@ -113,8 +113,8 @@ class RunConfig:
         fields.update(kwargs)
         return RunConfig(**fields)
 
-    def overrides(self) -> List[str]:
-        """The runner's config keys for these fields.
+    def settings(self) -> Dict[str, Any]:
+        """The runner's config keys for these fields, with their values.
 
         Raises:
           ValueError: a field the runner cannot honour is set (naming it).
@@ -122,15 +122,15 @@ class RunConfig:
         for name in _UNSUPPORTED:
             if getattr(self, name) is not None:
                 raise ValueError(f"RunConfig({name}=...): the runner has no equivalent; leave it unset")
-        out = _strategy_overrides(self.train_distribute) + [f"train.seed={_value(self.tf_random_seed)}",
-               f"summary.every_steps={_value(self.save_summary_steps or 0)}",
-               f"checkpoint.every_steps={_value(self.save_checkpoints_steps)}",
-               f"checkpoint.every_secs={_value(self.save_checkpoints_secs)}",
-               f"checkpoint.keep={self.keep_checkpoint_max or 0}",  # None or 0: Estimator kept every checkpoint
-               f"checkpoint.keep_every_n_hours={_value(self.keep_checkpoint_every_n_hours or 10000)}"]
+        out = {**_strategy_settings(self.train_distribute), "train.seed": _plain(self.tf_random_seed),
+               "summary.every_steps": _plain(self.save_summary_steps or 0),
+               "checkpoint.every_steps": _plain(self.save_checkpoints_steps),
+               "checkpoint.every_secs": _plain(self.save_checkpoints_secs),
+               "checkpoint.keep": _plain(self.keep_checkpoint_max or 0),  # None or 0: Estimator kept every checkpoint
+               "checkpoint.keep_every_n_hours": _plain(self.keep_checkpoint_every_n_hours or 10000)}
         if self.log_step_count_steps:  # None or 0: no step rate lines; the runner's progress keeps its default
-            out.append(f"log.every_steps={self.log_step_count_steps}")
-        return out + _session_config_overrides(self.session_config)
+            out["log.every_steps"] = _plain(self.log_step_count_steps)
+        return {**out, **_session_config_settings(self.session_config)}
 
 
 # (field, "integer" or "number", the least value; None: any integer, a number > 0): what Estimator's
@@ -178,38 +178,39 @@ def _tf_config(raw: Optional[str]) -> Dict:
     return config
 
 
-def _strategy_overrides(strategy) -> List[str]:
+def _strategy_settings(strategy) -> Dict[str, int]:
     """``train_distribute``: a ``MirroredStrategy`` is the runner's towers (``device.replicas``: one
     per device, gradients averaged), the same thing; any other strategy is refused."""
     if strategy is None:
-        return []
+        return {}
     if type(strategy).__name__ != "MirroredStrategy":
         raise ValueError(f"RunConfig(train_distribute={type(strategy).__name__}): only MirroredStrategy (the "
                          "runner's towers) is run here; leave it unset (one process), or set TF_CONFIG for a "
                          "cluster of tasks")
     replicas = int(strategy.num_replicas_in_sync)
-    return [f"device.replicas={replicas}"] if replicas > 1 else []
+    return {"device.replicas": replicas} if replicas > 1 else {}
 
 
-def _value(v) -> str:
-    return "null" if v is None else str(v)
+def _plain(value):
+    """A number as the Python number it holds (a NumPy scalar's ``item()``), None as it is."""
+    return value.item() if hasattr(value, "item") else value
 
 
-def _session_config_overrides(config) -> List[str]:
+def _session_config_settings(config) -> Dict[str, Any]:
     """The ConfigProto fields the runner's ``device`` keys set; any other field set is refused."""
     if config is None:
-        return []
+        return {}
     import tensorflow as tf
 
-    out, default = [], tf.compat.v1.ConfigProto()
+    out, default = {}, tf.compat.v1.ConfigProto()
     if config.intra_op_parallelism_threads:
-        out.append(f"device.intra_op_threads={config.intra_op_parallelism_threads}")
+        out["device.intra_op_threads"] = int(config.intra_op_parallelism_threads)
     if config.inter_op_parallelism_threads:
-        out.append(f"device.inter_op_threads={config.inter_op_parallelism_threads}")
+        out["device.inter_op_threads"] = int(config.inter_op_parallelism_threads)
     if config.log_device_placement:
-        out.append("device.log_placement=true")
+        out["device.log_placement"] = True
     if config.HasField("gpu_options"):
-        out.append(f"device.allow_growth={'true' if config.gpu_options.allow_growth else 'false'}")
+        out["device.allow_growth"] = bool(config.gpu_options.allow_growth)
     handled = {"intra_op_parallelism_threads", "inter_op_parallelism_threads", "log_device_placement",
                "allow_soft_placement", "gpu_options", "device_count"}
     extra = sorted(f.name for f, v in config.ListFields() if f.name not in handled and getattr(default, f.name) != v)
