@@ -114,7 +114,7 @@ def test_cloud_ml_trainer_package_gets_its_own_trainer(tmp_path, how):
 
 
 def test_private_estimator_paths_resolve_and_a_missing_one_is_one_line():
-    from trainer.process import alias_estimator
+    from trainer.estimator.alias import alias_estimator
 
     alias_estimator()
     from tensorflow.python.estimator.model_fn import ModeKeys

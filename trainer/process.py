@@ -21,9 +21,9 @@ The effects, each documented where it is made:
   :func:`quiet_stderr`), and TensorFlow's Python logger routed into the run's log
   (:func:`route_tensorflow_log`);
 - TensorFlow's op determinism (:func:`set_determinism`);
-- ``tf.estimator`` and its other import paths resolving to ``trainer.estimator``
-  (:func:`alias_estimator`: the ``train`` command once TensorFlow is imported, and
-  ``train-estimator``).
+- ``tf.estimator`` and its other import paths resolving to ``trainer.estimator``, made by the two
+  entry points that run Estimator code (``trainer.estimator.alias``: the ``train`` command once
+  TensorFlow is imported, and ``train-estimator``).
 
 Python's and NumPy's global random generators are never touched (``train.seed`` seeds the graph
 and tf_keras' own generator only, as Estimator seeded the graph only).
@@ -32,16 +32,14 @@ and tf_keras' own generator only, as Estimator seeded the graph only).
 import atexit
 import contextlib
 import gc
-import importlib
 import io
 import logging
 import os
 import sys
 import threading
 import time
-import types
 import warnings
-from typing import Callable, List
+from typing import Callable, Iterable, List
 
 from trainer import compat
 
@@ -115,90 +113,16 @@ def install_excepthook() -> None:
 _after_tensorflow: List[Callable[[], None]] = []  # what the command runs once import_tensorflow() imported it
 
 
-def prepare_command() -> None:
-    """What the ``train`` command does to its process before anything else."""
+def prepare_command(after_tensorflow: Iterable[Callable[[], None]] = ()) -> None:
+    """What the ``train`` command does to its process before anything else; ``after_tensorflow`` runs once
+    :func:`import_tensorflow` has imported TensorFlow."""
     install_excepthook()
     set_environment()
     import_from_working_dir()
     # A log file that cannot be written (a full disk) costs its lines, not a traceback per record:
     # the run's own records fail in one line naming the file (trainer.errors.RecordError).
     logging.raiseExceptions = False
-    _after_tensorflow.append(alias_estimator)  # model_fns written against tf.estimator run unedited
-
-
-class _Missing(types.ModuleType):
-    """A module of names the runner does not provide: touching one fails in one line naming it."""
-
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise SystemExit(f"error: {self.__name__}.{name} is not provided by trainer.estimator (TensorFlow 2.16 removed "
-                         f"it with tf.estimator); port that part of the program")
-
-
-class _Deferred(types.ModuleType):
-    """Module ``target``, imported when one of its names is first read (a command whose user code never
-    touches ``tf.estimator`` does not pay for importing ``trainer.estimator``)."""
-
-    def __init__(self, name: str, target: str):
-        super().__init__(name)
-        self._target = target
-
-    def __getattr__(self, name):
-        if name.startswith("__") and name != "__all__":
-            raise AttributeError(name)
-        return getattr(importlib.import_module(self._target), name)
-
-    def __dir__(self):
-        return dir(importlib.import_module(self._target))
-
-
-def alias_estimator(tf1: bool = False) -> None:
-    """``tf.estimator``, ``tf.compat.v1.estimator`` (with ``.tpu``), ``tensorflow.compat.v1.estimator`` and
-    ``tensorflow_estimator`` resolve to ``trainer.estimator`` (imported on first use): the v1 paths to its
-    v1 family (``trainer.estimator.v1``), ``tf.estimator`` to the v2 one, or with ``tf1`` (a TF 1.x program,
-    whose ``tf.estimator`` was TF 1.x's) to the v1 one too. The private paths programs imported
-    (``tensorflow.python.estimator.model_fn``, ``tensorflow_estimator.python.estimator.canned.head``, ...)
-    resolve to the matching parts (:mod:`trainer.estimator.paths`), and ``tf.contrib`` to the pieces
-    of it the runner provides (:mod:`trainer.estimator.contrib`), the rest failing in one line naming
-    what is missing. TensorFlow 2.16+ has none of them; an installed ``tensorflow_estimator``
-    (TensorFlow <= 2.15) is left alone."""
-    import tensorflow as tf
-
-    if hasattr(tf, "estimator") and not isinstance(tf.estimator, _Deferred):
-        return
-    aliased = isinstance(getattr(tf.compat.v2, "estimator", None), _Deferred)  # again: only tf.estimator changes
-    v2 = tf.compat.v2.estimator if aliased else _Deferred("tensorflow.estimator", "trainer.estimator")
-    v1 = tf.compat.v1.estimator if aliased else _Deferred("tensorflow.compat.v1.estimator", "trainer.estimator.v1")
-    top = v1 if tf1 else v2
-    for name, api in (("tensorflow.estimator", top), ("tensorflow.compat.v2.estimator", v2),
-                      ("tensorflow.compat.v1.estimator", v1), ("tensorflow_estimator", v1),
-                      ("tensorflow_estimator.estimator", v1), ("tensorflow_estimator.python.estimator.estimator_lib", v1)):
-        sys.modules[name] = api
-    sys.modules["tensorflow.compat.v1.estimator.tpu"] = _Deferred("tensorflow.compat.v1.estimator.tpu",
-                                                                 "trainer.estimator.tpu")
-    v1.__path__ = []  # tensorflow_estimator is a package: its private paths import beneath it
-    tf.estimator = top
-    tf.compat.v1.estimator = v1
-    tf.compat.v2.estimator = v2
-    from trainer.estimator.paths import install_private_paths
-
-    install_private_paths()
-    if not hasattr(tf.compat.v1, "contrib"):
-        setattr(tf.compat.v1, "contrib", _Deferred("tensorflow.contrib", "trainer.estimator.contrib"))
-
-
-def resolve_tpu_locally() -> None:
-    """``tf.distribute.cluster_resolver.TPUClusterResolver`` (and ``tf.compat.v1``'s) for a program run by
-    ``train-estimator``: built with no TPU name, as TPU programs of the Estimator era built it with
-    ``use_tpu=False``, it resolves to this process instead of asking Cloud TPU for one; naming a TPU
-    fails in one line (:class:`trainer.estimator.resolver.TPUClusterResolver`)."""
-    import tensorflow as tf
-
-    from trainer.estimator.resolver import TPUClusterResolver
-
-    for api in (tf.distribute.cluster_resolver, tf.compat.v1.distribute.cluster_resolver):
-        api.TPUClusterResolver = TPUClusterResolver
+    _after_tensorflow.extend(after_tensorflow)
 
 
 def import_from_working_dir() -> None:

@@ -35,6 +35,14 @@ def _import_extensions() -> None:
             pass
 
 
+def _alias_estimator() -> None:
+    """Model_fns written against ``tf.estimator`` run unedited (once TensorFlow is imported: importing
+    ``trainer.estimator`` imports it)."""
+    from trainer.estimator.alias import alias_estimator
+
+    alias_estimator()
+
+
 def version() -> str:
     """``train --version``: the runner's version and the versions of what it runs on (read from the
     installed packages' metadata: nothing is imported)."""
@@ -56,7 +64,7 @@ def main() -> None:
     if sys.argv[1:] == ["--version"]:
         print(version())
         return
-    prepare_command()
+    prepare_command(after_tensorflow=[_alias_estimator])
     try:
         # Held while the config is built (trainer.interrupts): the import registers the schemas, and
         # OmegaConf turns a KeyboardInterrupt inside its work into other errors.

@@ -16,7 +16,7 @@ import tensorflow as tf
 from trainer.config.targets import callable_name, declared_args, load_callable
 from trainer.data.files import CYCLE_LENGTH, DEFAULT_SHUFFLE_BUFFER, Feature, FileSource
 from trainer.errors import ConfigError, ContractError, DataError, NanLossError
-from trainer.model.spec import ModeKeys
+from trainer.contract import ModeKeys
 
 tf1 = tf.compat.v1
 log = logging.getLogger("trainer")

@@ -35,10 +35,11 @@ from trainer.estimator.training import (BestExporter, EvalSpec, Exporter, FinalE
                                         LatestExporter, TrainSpec,
                                         stop_if_higher_hook, stop_if_lower_hook, stop_if_no_decrease_hook,
                                         stop_if_no_increase_hook, train_and_evaluate)
-from trainer.model.spec import (ClassificationOutput, EstimatorSpec, ModeKeys, PredictOutput, RegressionOutput,
-                                ServingInputReceiver, build_parsing_serving_input_receiver_fn,
-                                build_raw_serving_input_receiver_fn, export, inputs, numpy_input_fn,
-                                pandas_input_fn)
+from trainer.contract import (ClassificationOutput, EstimatorSpec, ModeKeys, PredictOutput, RegressionOutput,
+                              ServingInputReceiver)
+from trainer.estimator.input_fns import inputs, numpy_input_fn, pandas_input_fn
+from trainer.estimator.serving import (build_parsing_serving_input_receiver_fn, build_raw_serving_input_receiver_fn,
+                                       export)
 
 _train = _tf.compat.v1.train
 

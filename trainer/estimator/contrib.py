@@ -216,7 +216,7 @@ def namespace() -> _Namespace:
     return _built[0]
 
 
-def __getattr__(name):  # tf.contrib.<name>, through the module that process.alias_estimator puts there
+def __getattr__(name):  # tf.contrib.<name>, through the module that alias.alias_estimator puts there
     if name.startswith("__"):
         raise AttributeError(name)
     return getattr(namespace(), name)

@@ -21,7 +21,7 @@ from trainer.estimator.plan import Call
 from trainer.estimator.record import write_record
 from trainer.estimator.run_config import RunConfig
 from trainer.model.model_fn import MODEL_FN_ARGS, ModelFn
-from trainer.model.spec import ModeKeys
+from trainer.contract import ModeKeys
 
 log = logging.getLogger("trainer")
 

@@ -3,7 +3,7 @@
 from trainer.config.targets import declared_args
 from trainer.estimator.core import Estimator
 from trainer.model.model_fn import ModelFn, as_spec
-from trainer.model.spec import ModeKeys
+from trainer.contract import ModeKeys
 
 METRIC_FN_ARGS = ("labels", "predictions", "features", "config")
 

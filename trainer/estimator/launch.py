@@ -73,7 +73,8 @@ def _sources(root: str, program: Optional[str]) -> List[str]:
 def main(argv=None) -> None:
     tf1, program, module, args = _parse(list(sys.argv[1:] if argv is None else argv))
     root, as_module = _package_root(program) if program else (os.getcwd(), module)
-    from trainer.process import alias_estimator, resolve_tpu_locally, set_environment
+    from trainer.estimator.alias import alias_estimator, resolve_tpu_locally
+    from trainer.process import set_environment
 
     set_environment()
     from trainer.estimator import upgrade

@@ -18,7 +18,9 @@ import types
 
 ROOTS = ("tensorflow.python.estimator", "tensorflow_estimator.python.estimator")
 
-_SPEC = "trainer.model.spec"
+_SPEC = "trainer.contract"
+_SERVING = "trainer.estimator.serving"
+_INPUTS = "trainer.estimator.input_fns"
 _HEAD = "trainer.estimator.head"
 _EST = "trainer.estimator"
 _V1 = "trainer.estimator.v1"
@@ -32,18 +34,18 @@ PARTS = {
     "estimator": {"Estimator": (_EST, "Estimator"), "EstimatorV2": (_EST, "Estimator")},
     "training": {n: (_EST, n) for n in ("TrainSpec", "EvalSpec", "train_and_evaluate")},
     "exporter": {n: (_EST, n) for n in ("Exporter", "LatestExporter", "BestExporter", "FinalExporter")},
-    "export": {"export": (_SPEC, "export"), "export_output": ("trainer.estimator.paths", "_export_output"),
-               **{n: (_SPEC, n) for n in ("ServingInputReceiver", "build_raw_serving_input_receiver_fn",
-                                          "build_parsing_serving_input_receiver_fn")}},
-    "export.export": {n: (_SPEC, n) for n in ("ServingInputReceiver", "build_raw_serving_input_receiver_fn",
-                                              "build_parsing_serving_input_receiver_fn")},
+    "export": {"export": (_SERVING, "export"), "export_output": ("trainer.estimator.paths", "_export_output"),
+               **{n: (_SERVING, n) for n in ("ServingInputReceiver", "build_raw_serving_input_receiver_fn",
+                                             "build_parsing_serving_input_receiver_fn")}},
+    "export.export": {n: (_SERVING, n) for n in ("ServingInputReceiver", "build_raw_serving_input_receiver_fn",
+                                                 "build_parsing_serving_input_receiver_fn")},
     "export.export_output": {n: (_SPEC, n) for n in ("PredictOutput", "ClassificationOutput", "RegressionOutput")},
-    "export.export_lib": {n: (_SPEC, n) for n in ("ServingInputReceiver", "build_raw_serving_input_receiver_fn",
-                                                  "build_parsing_serving_input_receiver_fn")},
+    "export.export_lib": {n: (_SERVING, n) for n in ("ServingInputReceiver", "build_raw_serving_input_receiver_fn",
+                                                     "build_parsing_serving_input_receiver_fn")},
     "inputs": {"numpy_io": ("trainer.estimator.paths", "_numpy_io"), "pandas_io": ("trainer.estimator.paths", "_pandas_io"),
-               "numpy_input_fn": (_SPEC, "numpy_input_fn"), "pandas_input_fn": (_SPEC, "pandas_input_fn")},
-    "inputs.numpy_io": {"numpy_input_fn": (_SPEC, "numpy_input_fn")},
-    "inputs.pandas_io": {"pandas_input_fn": (_SPEC, "pandas_input_fn")},
+               "numpy_input_fn": (_INPUTS, "numpy_input_fn"), "pandas_input_fn": (_INPUTS, "pandas_input_fn")},
+    "inputs.numpy_io": {"numpy_input_fn": (_INPUTS, "numpy_input_fn")},
+    "inputs.pandas_io": {"pandas_input_fn": (_INPUTS, "pandas_input_fn")},
     "early_stopping": {n: (_EST, n) for n in ("stop_if_higher_hook", "stop_if_lower_hook", "stop_if_no_decrease_hook",
                                               "stop_if_no_increase_hook")},
     "hooks": {"InMemoryEvaluatorHook": (_EST, "InMemoryEvaluatorHook")},
@@ -151,7 +153,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec):
         if spec.name == "tensorflow.contrib" or spec.name.startswith("tensorflow.contrib."):
-            module = sys.modules["tensorflow"].compat.v1.contrib  # put there by process.alias_estimator
+            module = sys.modules["tensorflow"].compat.v1.contrib  # put there by alias.alias_estimator
             for part in spec.name.split(".")[2:]:
                 module = getattr(module, part)
             return module

@@ -13,7 +13,7 @@ import importlib
 import json
 import os
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from omegaconf import OmegaConf
 

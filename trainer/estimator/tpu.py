@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from trainer.estimator.core import Estimator
 from trainer.estimator.run_config import RunConfig as _RunConfig
-from trainer.model.spec import EstimatorSpec, ModeKeys
+from trainer.contract import EstimatorSpec, ModeKeys
 
 
 class InputPipelineConfig:

@@ -21,7 +21,7 @@ from trainer.compat import seed_tf_keras
 from trainer.data.pipelines import Pipeline, batch_size_of, make_eval_input, make_train_input
 from trainer.data.sources import num_classes_of
 from trainer.errors import ConfigError
-from trainer.model.spec import EstimatorSpec, ModeKeys, RunConfig
+from trainer.contract import EstimatorSpec, ModeKeys, RunConfig
 from trainer.model.model_fn import ModelFn, load_model_fn, model_params
 from trainer.model.averaging import averaged_train_op, averages_getter, make_average, restore_map
 from trainer.model.names import TRAIN_SUMMARY_COLLECTION, name_tensor

@@ -11,7 +11,7 @@ from typing import Callable, FrozenSet
 
 from trainer.config.targets import callable_name, declared_args, instantiate_params, load_callable
 from trainer.errors import ConfigError, ContractError, TrainerError, describe
-from trainer.model.spec import EstimatorSpec, ModeKeys, RunConfig
+from trainer.contract import EstimatorSpec, ModeKeys, RunConfig
 
 MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
 

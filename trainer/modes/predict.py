@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from trainer.config.targets import load_callable
 from trainer.errors import ConfigError
-from trainer.model.spec import ModeKeys
+from trainer.contract import ModeKeys
 from trainer.data.files import FileSource
 from trainer.data.pipelines import make_eval_input, make_input_fn_pipeline, make_pipeline
 from trainer.data.sources import load_data, load_prediction_input

@@ -21,7 +21,7 @@ from trainer.data.files import FileSource
 from trainer.data.pipelines import input_error
 from trainer.data.sources import check_training_arrays, eval_source, load_data
 from trainer.errors import Preempted, RecordError, TrainerError, describe
-from trainer.model.spec import RunConfig
+from trainer.contract import RunConfig
 from trainer.hooks.assembly import RunParts, UserHooks, check_user_hooks, make_training_hooks, make_user_hooks
 from trainer.hooks.evaluation import EvalHook, SeparateEvaluation, SharedEvaluation
 from trainer.model.graph import TrainGraph, build_eval_graph, build_graph

@@ -7,7 +7,7 @@ import tensorflow as tf
 from trainer.estimator.core import Estimator
 from trainer.estimator.head import BinaryClassHead, MultiClassHead
 from trainer.estimator.optimizers import get_optimizer, get_optimizer_v1
-from trainer.model.spec import ModeKeys
+from trainer.contract import ModeKeys
 
 SUM_OVER_BATCH_SIZE = "sum_over_batch_size"
 SUM = "weighted_sum"  # tf.compat.v1.losses.Reduction.SUM, the v1 family's default

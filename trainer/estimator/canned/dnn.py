@@ -18,7 +18,7 @@ from trainer.estimator.canned.base import (SUM, SUM_OVER_BATCH_SIZE, Canned, che
                                            require_hidden_units)
 from trainer.estimator.head import RegressionHead
 from trainer.estimator.head.v1 import RegressionHeadV1, classifier_head_v1
-from trainer.model.spec import ModeKeys
+from trainer.contract import ModeKeys
 
 tf1 = tf.compat.v1
 

@@ -20,7 +20,7 @@ from typing import Dict, Optional, Sequence
 import tensorflow as tf
 
 from trainer.estimator import optimizers
-from trainer.model.spec import EstimatorSpec, ModeKeys
+from trainer.contract import EstimatorSpec, ModeKeys
 
 tf1 = tf.compat.v1
 

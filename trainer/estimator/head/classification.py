@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from trainer.estimator.head.base import (CLASSIFY, PREDICT, REGRESS, SERVING_DEFAULT, Head, MetricKeys,
                                          PredictionKeys, dense_labels, metric_mean, per_row)
-from trainer.model.spec import ClassificationOutput, PredictOutput, RegressionOutput
+from trainer.contract import ClassificationOutput, PredictOutput, RegressionOutput
 
 tf1 = tf.compat.v1
 K = PredictionKeys

@@ -13,7 +13,7 @@ from typing import Dict, Optional, Sequence
 import tensorflow as tf
 
 from trainer.estimator.head.base import PREDICT, SERVING_DEFAULT, Head, make_train_op
-from trainer.model.spec import EstimatorSpec, ModeKeys, PredictOutput
+from trainer.contract import EstimatorSpec, ModeKeys, PredictOutput
 
 
 class MultiHead:

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from trainer.estimator.head.base import (PREDICT, REGRESS, SERVING_DEFAULT, Head, MetricKeys, PredictionKeys,
                                          dense_labels, metric_mean)
-from trainer.model.spec import PredictOutput, RegressionOutput
+from trainer.contract import PredictOutput, RegressionOutput
 
 tf1 = tf.compat.v1
 K = PredictionKeys

@@ -18,7 +18,7 @@ from trainer.estimator import optimizers
 from trainer.estimator.head.base import MetricKeys, PredictionKeys, check_logits
 from trainer.estimator.head.classification import BinaryClassHead, MultiClassHead
 from trainer.estimator.head.regression import RegressionHead
-from trainer.model.spec import EstimatorSpec, ModeKeys
+from trainer.contract import EstimatorSpec, ModeKeys
 
 tf1 = tf.compat.v1
 

@@ -1,6 +1,7 @@
 """The model_fn contract as the runner reads it: ``ModeKeys``, ``EstimatorSpec``, the ``RunConfig``
 a model_fn receives, and the export outputs and serving inputs, as ``tf.estimator`` had them.
-Users import them from ``trainer.estimator`` (which adds the Estimator API on top).
+Users import them from ``trainer.estimator`` (which adds the Estimator API on top). Every layer of the
+runner reads it; it imports nothing of the runner.
 
 A model is a function ``model_fn(features, labels, mode, params, config) -> EstimatorSpec``,
 the convention of TF1 Estimators. As Estimator did, the runner passes only the arguments the function declares (``features``
@@ -106,60 +107,3 @@ class ServingInputReceiver(NamedTuple):
     features: Any
     receiver_tensors: Any
     receiver_tensors_alternatives: Optional[Any] = None
-
-
-def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
-    """A serving input function feeding ``features`` (a dict of tensors shaped like the real features)
-    through placeholders of the same dtype and shape, the batch dimension ``default_batch_size``."""
-    import tensorflow as tf
-
-    def serving_input_receiver_fn():
-        receivers = {}
-        for name, tensor in features.items():
-            shape = [default_batch_size] + tensor.shape.as_list()[1:]
-            receivers[name] = tf.compat.v1.placeholder(tensor.dtype, shape, name=name)
-        return ServingInputReceiver(dict(receivers), receivers)
-
-    return serving_input_receiver_fn
-
-
-def build_parsing_serving_input_receiver_fn(feature_spec, default_batch_size=None):
-    """A serving input function taking serialized ``tf.Example`` protos (``examples``) parsed with
-    ``feature_spec`` (as given to ``tf.io.parse_example``)."""
-    import tensorflow as tf
-
-    def serving_input_receiver_fn():
-        serialized = tf.compat.v1.placeholder(tf.string, [default_batch_size], name="input_example_tensor")
-        features = tf.compat.v1.io.parse_example(serialized, feature_spec)
-        return ServingInputReceiver(features, {"examples": serialized})
-
-    return serving_input_receiver_fn
-
-
-def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_capacity=1000, num_threads=1):
-    """Estimator's ``inputs.numpy_input_fn`` (see ``trainer.data.numpy_input``)."""
-    from trainer.data.numpy_input import numpy_input_fn as make
-
-    return make(x, y, batch_size, num_epochs, shuffle, queue_capacity, num_threads)
-
-
-def pandas_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_capacity=1000, num_threads=1,
-                    target_column="target"):
-    """Estimator's ``inputs.pandas_input_fn`` (see ``trainer.data.pandas_input``)."""
-    from trainer.data.pandas_input import pandas_input_fn as make
-
-    return make(x, y, batch_size, num_epochs, shuffle, queue_capacity, num_threads, target_column)
-
-
-class inputs:  # noqa: N801  (mirrors the tf.estimator.inputs namespace)
-    numpy_input_fn = staticmethod(numpy_input_fn)
-    pandas_input_fn = staticmethod(pandas_input_fn)
-
-
-class export:  # noqa: N801  (mirrors the tf.estimator.export namespace)
-    PredictOutput = PredictOutput
-    ClassificationOutput = ClassificationOutput
-    RegressionOutput = RegressionOutput
-    ServingInputReceiver = ServingInputReceiver
-    build_raw_serving_input_receiver_fn = staticmethod(build_raw_serving_input_receiver_fn)
-    build_parsing_serving_input_receiver_fn = staticmethod(build_parsing_serving_input_receiver_fn)
