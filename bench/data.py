@@ -30,6 +30,7 @@ from trainer.cli.paths import register_resolvers
 from trainer.config.schema import register_configs
 from trainer.data.pipelines import make_train_input
 from trainer.data.sources import DEBIAN_FASHION_MNIST, load_data, load_idx_dir
+from trainer.model.model_fn import load_data_for
 from trainer.model.graph import build_graph, single_process
 
 tf1 = tf.compat.v1
@@ -81,7 +82,7 @@ def make_cfg(overrides):
 def input_rate(cfg, data, batches: int) -> float:
     """Examples/s of the training input alone (after a warm-up batch)."""
     with tf.Graph().as_default():
-        pipeline = make_train_input(cfg, data, {}, None)
+        pipeline = make_train_input(cfg.data, cfg.train, data, {}, None)
         with tf1.Session() as sess:
             sess.run(pipeline.initializer, pipeline.feeds(0))
             sess.run(pipeline.labels)
@@ -108,7 +109,7 @@ def train_rate(cfg, data, steps: int) -> float:
 def resume_secs(cfg, data, step: int) -> float:
     """Seconds from initialising the training input at global step ``step`` to its first batch."""
     with tf.Graph().as_default():
-        pipeline = make_train_input(cfg, data, {}, None)
+        pipeline = make_train_input(cfg.data, cfg.train, data, {}, None)
         with tf1.Session() as sess:
             start = time.perf_counter()
             sess.run(pipeline.initializer, pipeline.feeds(step))
@@ -127,7 +128,7 @@ def main(argv=None) -> None:
     register_resolvers()
     with tempfile.TemporaryDirectory() as folder:
         sources = write_sources(folder)
-        loaded = {name: load_data(make_cfg([*o, "model=mlp"])) for name, o in sources.items()}
+        loaded = {name: load_data(make_cfg([*o, "model=mlp"]).data) for name, o in sources.items()}
         samples = {}
         for round_index in range(args.rounds):
             for name, overrides in sources.items():
@@ -137,7 +138,7 @@ def main(argv=None) -> None:
                 row.setdefault("input_examples_per_sec", []).append(input_rate(cfg, loaded[name], args.batches))
                 for model in models:
                     model_cfg = make_cfg([*overrides, f"model={model}"])
-                    load_data(model_cfg)  # fills model.params.num_classes
+                    load_data_for(model_cfg.model, model_cfg.data)  # fills model.params.num_classes
                     row.setdefault(f"train_{model}_examples_per_sec", []).append(
                         train_rate(model_cfg, loaded[name], args.steps if model == "mnist" else 5 * args.steps))
                 for step in (1000, 1000000):

@@ -78,7 +78,7 @@ def tfrecord_cfg(folder, *more):
 
 def _stream(cfg, step, batches, replicas=(1, 0), key="id", ignored=("image",)):
     """The first ``batches`` training batches of ``key`` for a run at global step ``step``."""
-    source = load_data(cfg)
+    source = load_data(cfg.data)
     with tf.Graph().as_default():
         spec = dict(source.features)
         spec.setdefault("id", file_data.Feature("id", (), "int64"))
@@ -108,7 +108,7 @@ def test_a_csv_table_in_memory_resumes_its_batches_and_shards_by_row(make_cfg, t
         f.write("id,x,label\r\n" + "".join(f"{i},{i / 10},{i % 2}\r\n" for i in range(200)) + "\r\n")
     cfg = make_cfg(*NOT_ARRAYS, "data=csv", f"data.train_files={path}", f"data.eval_files={path}",
                    "data.label_key=label")
-    assert len(pipelines._csv_lines_in_memory(load_data(cfg))) == 200
+    assert len(pipelines._csv_lines_in_memory(load_data(cfg.data))) == 200
     straight = _stream(cfg, 0, 30, ignored=())  # 480 rows: 2.4 epochs of 200
     epochs = straight[:400].reshape(2, 200)
     assert all(sorted(e) == list(range(200)) for e in epochs) and not np.array_equal(epochs[0], epochs[1])
@@ -236,7 +236,7 @@ def test_numpy_arrays_of_any_shape_memory_mapped(make_cfg, tmp_path):
     for key, value in dict(x_train=table[:240], y_train=labels[:240], x_test=table[240:], y_test=labels[240:]).items():
         np.save(folder / f"{key}.npy", value)
     cfg = make_cfg(*NOT_ARRAYS, "data=numpy", f"data.path={folder}", "train.max_steps=60", "eval.every_steps=null")
-    data = load_data(cfg)
+    data = load_data(cfg.data)
     assert isinstance(data.train_x, np.memmap) and data.num_classes == 3
     result = run(cfg, str(tmp_path / "run"))
     assert result["eval_examples"] == 60 and weights(str(tmp_path / "run" / "checkpoints"))["dense/kernel"].shape == (14, 16)
@@ -259,17 +259,17 @@ def test_bad_records_are_named_by_file_and_record(make_cfg, records, tmp_path):
     assert "3072" in message and "\n" not in message
     assert json.load(open(tmp_path / "run" / "metrics.json"))["status"] == "failed"
     with pytest.raises(DataError, match=r"data.train_files: .*nothing-\* matches no file"):
-        load_data(make_cfg(*tfrecord_cfg(records, f"data.train_files={tmp_path}/nothing-*")))
+        load_data(make_cfg(*tfrecord_cfg(records, f"data.train_files={tmp_path}/nothing-*")).data)
     with pytest.raises(DataError, match=r"record 0: feature 'image' holds 3072 bytes, the spec \[32, 32, 1\]"):
-        load_data(make_cfg(*tfrecord_cfg(records, "data.features.image.shape=[32,32,1]")))
+        load_data(make_cfg(*tfrecord_cfg(records, "data.features.image.shape=[32,32,1]")).data)
     with pytest.raises(DataError, match=r"record 0: no feature 'weight'"):
-        load_data(make_cfg(*tfrecord_cfg(records, "data.features.weight={shape: [], dtype: float32}")))
+        load_data(make_cfg(*tfrecord_cfg(records, "data.features.weight={shape: [], dtype: float32}")).data)
     with pytest.raises(DataError, match=r"record 0: feature 'id' is a int64_list, the spec \(float32\) reads a float_list"):
-        load_data(make_cfg(*tfrecord_cfg(records, "data.features.id={shape: [], dtype: float32}")))
+        load_data(make_cfg(*tfrecord_cfg(records, "data.features.id={shape: [], dtype: float32}")).data)
     # a float32 label is a regressor's number: here the records hold integers, and the spec says which
     with pytest.raises(DataError, match=r"record 0: feature 'label' is a int64_list, the spec \(float32\) reads a "
                                         r"float_list; fix data.features.label"):
-        load_data(make_cfg(*tfrecord_cfg(records, "data.features.label={shape: [], dtype: float32}")))
+        load_data(make_cfg(*tfrecord_cfg(records, "data.features.label={shape: [], dtype: float32}")).data)
     truncated = bad / "cut.tfrecord"
     truncated.write_bytes((bad / "train-00000-of-00002.tfrecord").read_bytes()[:-100])
     with pytest.raises(DataError, match=r"cut.tfrecord: record 19 is truncated"):
@@ -296,9 +296,9 @@ def test_file_source_keys_fail_before_tensorflow_work(make_cfg, records, tmp_pat
     with pytest.raises(ConfigError, match="data.train_files is not set"):
         prepare(make_cfg(*NOT_ARRAYS, "data=tfrecord"), str(tmp_path))
     with pytest.raises(ConfigError, match="data.features.image.dtype=uint16: use one of"):
-        load_data(make_cfg(*tfrecord_cfg(records, "data.features.image.dtype=uint16")))
+        load_data(make_cfg(*tfrecord_cfg(records, "data.features.image.dtype=uint16")).data)
     with pytest.raises(ConfigError, match="data.train_examples: not for data=tfrecord"):
-        load_data(make_cfg(*tfrecord_cfg(records, "data.train_examples=10")))
+        load_data(make_cfg(*tfrecord_cfg(records, "data.train_examples=10")).data)
 
 
 def sharded_input_fn(params, input_context=None):
@@ -338,7 +338,7 @@ def test_png_images_variable_length_and_defaulted_features_parse_as_specified(ma
                    "data.features.image={shape: [32, 32, 3], dtype: uint8, encoding: png}",
                    "data.features.tags={dtype: int64, var_len: true}",
                    "data.features.weight={shape: [], dtype: float32, default: 1.0}", "data.num_classes=3")
-    source = load_data(cfg)
+    source = load_data(cfg.data)
     with tf.Graph().as_default():
         p = pipelines.make_file_pipeline(source, 6, False, None)
         with tf1.Session() as sess:
@@ -452,7 +452,7 @@ def test_a_bad_input_is_one_line_naming_the_file(make_cfg, records, tmp_path, mo
     own_source = any(m in ("data=numpy", "data=csv") for m in more)
     base = [*NOT_ARRAYS] if own_source else tfrecord_cfg(records)
     with pytest.raises(error) as raised:
-        load_data(make_cfg(*base, *more))
+        load_data(make_cfg(*base, *more).data)
     message = str(raised.value)
     assert re.search(pattern, message) and "\n" not in message, message
 

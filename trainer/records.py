@@ -173,9 +173,9 @@ class MetricsLog:
             raise
 
 
-def failure_record(cfg, error: str, **fields) -> Dict:
+def failure_record(model_name: str, session_kind, error: str, **fields) -> Dict:
     """``metrics.json`` of a run that failed: the one line of its error, what ran, this process, when."""
-    return {"status": "failed", "error": error, "model": cfg.model.name, "session": str(cfg.session.kind), **fields,
+    return {"status": "failed", "error": error, "model": model_name, "session": str(session_kind), **fields,
             "pid": os.getpid(), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
 

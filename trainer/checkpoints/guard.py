@@ -25,13 +25,27 @@ from trainer.records import read_json, write_json
 log = logging.getLogger("trainer")
 
 
-def graph_config(cfg) -> Dict:
+def graph_config(model_cfg, optimizer_cfg) -> Dict:
     """The config that shapes the graph's variables: what a resumed run must not change."""
     return {
-        "model.fn": target_name(cfg.model.fn),
-        "model.params": OmegaConf.to_container(cfg.model.params, resolve=True),
-        "optimizer._target_": cfg.optimizer._target_,
+        "model.fn": target_name(model_cfg.fn),
+        "model.params": OmegaConf.to_container(model_cfg.params, resolve=True),
+        "optimizer._target_": optimizer_cfg._target_,
     }
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a training run asks of its checkpoint dir (``checkpoint.dir``): the model it trains (its
+    name and :func:`graph_config`), its target step, and ``checkpoint.restore_step`` /
+    ``sweep.rerun_finished``."""
+
+    dir: str
+    model_name: str
+    graph_config: Dict
+    max_steps: Optional[int]
+    restore_step: Optional[int] = None
+    rerun_finished: bool = False
 
 
 def metrics_path(workdir: str) -> str:
@@ -49,14 +63,14 @@ def _is_final(record: Dict, step: Optional[int], max_steps: Optional[int]) -> bo
     return "max_steps" in record and record["max_steps"] == max_steps
 
 
-def finished_run(cfg, workdir: str) -> Optional[Dict]:
-    """The run's ``metrics.json`` if the run has finished (at ``train.max_steps``, its newest intact
-    checkpoint at the step the record gives), else None."""
+def finished_run(ckpt_dir: str, max_steps: Optional[int], workdir: str) -> Optional[Dict]:
+    """The run's ``metrics.json`` if the run has finished (at ``max_steps``, its newest intact checkpoint
+    in ``ckpt_dir`` at the step the record gives), else None."""
     record = read_json(metrics_path(workdir))
     if record.get("status") != "finished":
         return None
-    intact = find_intact(cfg.checkpoint.dir)
-    return record if intact and _is_final(record, checkpoint_step(intact.path), cfg.train.max_steps) else None
+    intact = find_intact(ckpt_dir)
+    return record if intact and _is_final(record, checkpoint_step(intact.path), max_steps) else None
 
 
 @dataclass(frozen=True)
@@ -101,15 +115,15 @@ def _set_aside(workdir: str, ckpt_dir: str) -> None:
 
 
 @contextlib.contextmanager
-def claim(cfg, graph, workdir: str, data: Optional[Dict] = None):
-    """Hold ``checkpoint.dir`` for a training run of ``graph`` on ``data`` (its signature, recorded in
-    the manifest and checked on resume); yields a :class:`Claim`.
+def claim(request: Request, graph, workdir: str, data: Optional[Dict] = None):
+    """Hold ``request.dir`` for a training run of ``graph`` on ``data`` (its signature, recorded in the
+    manifest and checked on resume); yields a :class:`Claim`.
 
     Raises:
       CheckpointLockedError: another live run holds the dir.
       CheckpointError: no intact checkpoint among several, or another model's (the dir is untouched).
     """
-    ckpt_dir = cfg.checkpoint.dir
+    ckpt_dir = request.dir
     held = contextlib.ExitStack()
     try:
         os.makedirs(ckpt_dir, exist_ok=True)
@@ -118,26 +132,26 @@ def claim(cfg, graph, workdir: str, data: Optional[Dict] = None):
         raise ConfigError(f"checkpoint.dir={ckpt_dir}: cannot write there ({e.strerror or e}); give checkpoint.dir "
                           "a directory you can write to") from None
     with held:
-        if cfg.sweep.rerun_finished and read_json(metrics_path(workdir)).get("status") == "finished":
+        if request.rerun_finished and read_json(metrics_path(workdir)).get("status") == "finished":
             _set_aside(workdir, ckpt_dir)
         clean_leftovers(ckpt_dir)
-        if cfg.checkpoint.restore_step is not None:
-            _restore_step(ckpt_dir, cfg.checkpoint.restore_step)
+        if request.restore_step is not None:
+            _restore_step(ckpt_dir, request.restore_step)
         intact = find_intact(ckpt_dir)
         start_step = checkpoint_step(intact.path) if intact else 0
         if intact:
-            check_compatible(intact.path, graph.graph, ckpt_dir, cfg.model.name, graph_config(cfg))
+            check_compatible(intact.path, graph.graph, ckpt_dir, request.model_name, request.graph_config)
             check_same_data(ckpt_dir, data)
         previous = read_json(metrics_path(workdir))
-        if intact and _is_final(previous, start_step, cfg.train.max_steps):
+        if intact and _is_final(previous, start_step, request.max_steps):
             log.info("checkpoint.dir %s is already at step %d (the run finished: %s; train.max_steps=%s): nothing to do; "
                      "metrics in %s", ckpt_dir, start_step, previous.get("stop_reason", "max_steps"),
-                     cfg.train.max_steps, metrics_path(workdir))
+                     request.max_steps, metrics_path(workdir))
             yield Claim(start_step, previous)
             return
         if intact:
             repair_state(ckpt_dir, intact)
-        write_manifest(ckpt_dir, graph.graph, cfg.model.name, graph_config(cfg), data)
+        write_manifest(ckpt_dir, graph.graph, request.model_name, request.graph_config, data)
         os.makedirs(workdir, exist_ok=True)
         log.info("run dir %s", workdir)
         yield Claim(start_step, None)

@@ -546,45 +546,45 @@ def _features_and_labels(output, name: str):
     return output[0], output[1]
 
 
-def _input_fn(cfg, key: str):
-    path = cfg.data.get(key)
+def _input_fn(data_cfg, key: str):
+    path = data_cfg.get(key)
     if not path:
         raise ConfigError(f"data.{key} is not set; data=input_fn needs data.train_fn and data.eval_fn (dotted paths)")
     return load_callable(path, f"data.{key}"), path
 
 
-def _pack_key(cfg) -> Optional[str]:
+def _pack_key(data_cfg, params: dict) -> Optional[str]:
     """Where the built-in models read their one input (``data.feature_key``); None for a model_fn,
     which gets a file source's features by name."""
-    return cfg.data.feature_key if "feature_key" in cfg.model.params else None
+    return data_cfg.feature_key if "feature_key" in params else None
 
 
-def make_train_input(cfg, arrays, params: dict, run_config, replicas=(1, 0)) -> Pipeline:
+def make_train_input(data_cfg, train_cfg, arrays, params: dict, run_config, replicas=(1, 0)) -> Pipeline:
     """The training pipeline: over the loaded arrays or files, or from ``data.train_fn``
     (``params["batch_size"]`` is ``train.batch_size``). ``replicas`` = (training tasks, this task's
     index): each reads its own shard."""
+    batch_size, seed = train_cfg.batch_size, train_cfg.seed
     if isinstance(arrays, FileSource):
-        return make_file_pipeline(arrays, cfg.train.batch_size, True, _pack_key(cfg), cfg.train.seed, replicas,
-                                  tuple(cfg.data.get("ignore") or ()))
+        return make_file_pipeline(arrays, batch_size, True, _pack_key(data_cfg, params), seed, replicas,
+                                  tuple(data_cfg.get("ignore") or ()))
     if arrays is None:
-        fn, path = _input_fn(cfg, "train_fn")
-        return make_input_fn_pipeline(fn, path, ModeKeys.TRAIN, dict(params, batch_size=cfg.train.batch_size),
-                                      run_config, replicas, cfg.data.get("skip_trained_batches", True))
-    return make_pipeline(arrays.train_x, arrays.train_y, cfg.train.batch_size, cfg.data.feature_key, train=True,
-                         seed=cfg.train.seed, shuffle_buffer=cfg.data.shuffle_buffer, replicas=replicas)
+        fn, path = _input_fn(data_cfg, "train_fn")
+        return make_input_fn_pipeline(fn, path, ModeKeys.TRAIN, dict(params, batch_size=batch_size),
+                                      run_config, replicas, data_cfg.get("skip_trained_batches", True))
+    return make_pipeline(arrays.train_x, arrays.train_y, batch_size, data_cfg.feature_key, train=True,
+                         seed=seed, shuffle_buffer=data_cfg.shuffle_buffer, replicas=replicas)
 
 
-def make_eval_input(cfg, arrays, params: dict, run_config) -> Pipeline:
+def make_eval_input(data_cfg, batch_size: int, arrays, params: dict, run_config) -> Pipeline:
     """The evaluation pipeline, one pass: the test split, or ``data.eval_fn`` (``params["batch_size"]``
-    is ``eval.batch_size``)."""
+    is ``batch_size``, ``eval.batch_size``)."""
     if isinstance(arrays, FileSource):
-        return make_file_pipeline(arrays, cfg.eval.batch_size, False, _pack_key(cfg),
-                                  ignored=tuple(cfg.data.get("ignore") or ()))
+        return make_file_pipeline(arrays, batch_size, False, _pack_key(data_cfg, params),
+                                  ignored=tuple(data_cfg.get("ignore") or ()))
     if arrays is None:
-        fn, path = _input_fn(cfg, "eval_fn")
-        return make_input_fn_pipeline(fn, path, ModeKeys.EVAL, dict(params, batch_size=cfg.eval.batch_size),
-                                      run_config)
-    return make_pipeline(arrays.test_x, arrays.test_y, cfg.eval.batch_size, cfg.data.feature_key, train=False)
+        fn, path = _input_fn(data_cfg, "eval_fn")
+        return make_input_fn_pipeline(fn, path, ModeKeys.EVAL, dict(params, batch_size=batch_size), run_config)
+    return make_pipeline(arrays.test_x, arrays.test_y, batch_size, data_cfg.feature_key, train=False)
 
 
 def batch_size_of(features, labels):

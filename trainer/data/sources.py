@@ -17,11 +17,9 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 import numpy as np
-from omegaconf import open_dict
 
 from trainer.config.targets import callable_name
 from trainer.data.ahead import NOT_LOADED, taken
-from trainer.data.columns import fill_table_columns
 from trainer.data.files import FileSource, inferred_classes, load_files
 from trainer.errors import ConfigError, DataError, first_line
 
@@ -501,33 +499,22 @@ def num_classes_of(data) -> int:
     return NUM_CLASSES if data is None else int(data.num_classes)
 
 
-def load_data(cfg):
-    """``load_arrays(cfg.data)``, and the built-in models' ``model.params.num_classes`` filled in from
-    the data where it is null (the data's classes; 10 for input_fns, which cannot tell)."""
-    data = taken(cfg.data)  # read while TensorFlow imported (``trainer.run``)
-    if data is NOT_LOADED:
-        data = load_arrays(cfg.data)
-    params = cfg.model.params
-    if "num_classes" in params and params.num_classes is None:
-        if data is None:  # input_fns: the built-in models' former default (a label >= 10 fails the loss op)
-            log.warning("model.params.num_classes=null with data=%s: using 10 classes; set model.params.num_classes",
-                        cfg.data.name)
-        with open_dict(params):
-            params.num_classes = num_classes_of(data)
-    if "kind" in params and "feature_columns" in params:  # a canned model (models/canned.py)
-        fill_table_columns(params, data, cfg.data.get("ignore") or ())
-    return data
+def load_data(data_cfg):
+    """The data ``data_cfg`` names: arrays, a ``FileSource``, or None for input_fns (read by a thread
+    while TensorFlow imported, ``trainer.run``, else now)."""
+    data = taken(data_cfg)
+    return load_arrays(data_cfg) if data is NOT_LOADED else data
 
 
-def eval_source(cfg, data) -> str:
+def eval_source(data_cfg, data) -> str:
     """The evaluation's input as errors and logs name it (``data``: what :func:`load_data` returned)."""
     if data is None:
-        return callable_name("data.eval_fn", cfg.data.eval_fn, cfg.data.eval_fn)
+        return callable_name("data.eval_fn", data_cfg.eval_fn, data_cfg.eval_fn)
     if isinstance(data, FileSource):
         return f"data.eval_files ({len(data.eval_files)} files)"
-    if cfg.data.get("validation_examples"):
-        return f"the {cfg.data.name} validation split (data.validation_examples={cfg.data.validation_examples})"
-    return f"the {cfg.data.name} test split"
+    if data_cfg.get("validation_examples"):
+        return f"the {data_cfg.name} validation split (data.validation_examples={data_cfg.validation_examples})"
+    return f"the {data_cfg.name} test split"
 
 
 def _held_out(arrays: Arrays, validation_examples: Optional[int]) -> Arrays:

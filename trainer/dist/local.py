@@ -186,7 +186,7 @@ def launch(cfg, output_dir: str) -> Dict:
       Preempted: the launcher got SIGTERM / SIGINT (every task was stopped; the chief saved).
     """
     dist = cfg.distributed
-    previous = finished_run(cfg, output_dir)
+    previous = finished_run(cfg.checkpoint.dir, cfg.train.max_steps, output_dir)
     if previous:
         log.info("%s is already at step %d (train.max_steps=%s): nothing to do", output_dir,
                  previous["global_step"], cfg.train.max_steps)

@@ -80,10 +80,10 @@ class ClusterTask:
             return None
         return objective_metric(name, evaluation.metric_names()) if self.is_chief else name
 
-    def claim(self, cfg, graph, workdir: str, data=None):
+    def claim(self, request, graph, workdir: str, data=None):
         """The chief holds the checkpoint dir, and goes on even when the run has finished (its workers
         wait for it to restore); a worker never touches it."""
-        return _going_on(claim_dir(cfg, graph, workdir, data)) if self.is_chief else own_dir(workdir)
+        return _going_on(claim_dir(request, graph, workdir, data)) if self.is_chief else own_dir(workdir)
 
     def checkpoint_dir(self, cfg) -> Optional[str]:
         return cfg.checkpoint.dir if self.is_chief else None

@@ -126,8 +126,8 @@ class _Model:
 
 def _model(cfg, run_config: Optional[RunConfig], data=None) -> _Model:
     """The model_fn with its params; a built-in model's null ``num_classes`` becomes the data's
-    (``trainer.data.sources.load_data`` fills the config itself where the modes load the data)."""
-    params = model_params(cfg)
+    (``trainer.model.model_fn.load_data_for`` fills the config itself where the modes load the data)."""
+    params = model_params(cfg.model)
     if "num_classes" in params and params["num_classes"] is None:
         params["num_classes"] = num_classes_of(data)
     return _Model(cfg, load_model_fn(cfg.model.fn), params, run_config or RunConfig())
@@ -161,7 +161,7 @@ def _towers(model: _Model, train_input: Pipeline, devices: Tuple[str, ...]):
     Returns:
       (tower 0's spec, the Towers, the update ops of tower 0).
     """
-    cfg, replicas = model.cfg, len(devices)
+    replicas = len(devices)
     graph = tf1.get_default_graph()
     towers, specs, update_ops, kept_summaries = [], [], [], []
     shares = split_batch(train_input.features, train_input.labels, replicas)
@@ -302,7 +302,7 @@ def _shared_eval(model: _Model, arrays, placement: Placement, global_step, avera
       NotShareable: the eval input cannot restart, or the EVAL call makes variables of its own.
     """
     with tf.device("/device:CPU:0"):
-        eval_input = make_eval_input(model.cfg, arrays, model.params, model.run_config)
+        eval_input = make_eval_input(model.cfg.data, model.cfg.eval.batch_size, arrays, model.params, model.run_config)
     if eval_input.initializer is None:
         raise NotShareable("the eval input_fn returns tensors, which cannot be read again for the next evaluation")
     variables = set(tf1.global_variables())
@@ -369,7 +369,7 @@ def _build(cfg, arrays, placement: Placement, run_config, shared_eval: bool) -> 
         seed_graph(cfg.train.seed)
         global_step = tf1.train.get_or_create_global_step()
         with tf.device("/device:CPU:0"):
-            train_input = make_train_input(cfg, arrays, model.params, model.run_config, placement.replicas)
+            train_input = make_train_input(cfg.data, cfg.train, arrays, model.params, model.run_config, placement.replicas)
         with _device(placement.model_device):
             spec, loss, step_is_finite, step_before, train_op, sync_optimizer = _train_part(
                 model, train_input, global_step, placement)
@@ -390,7 +390,7 @@ def _build(cfg, arrays, placement: Placement, run_config, shared_eval: bool) -> 
         if summary_op is not None:
             tf1.add_to_collection(TRAIN_SUMMARY_COLLECTION, summary_op)
         saver = _spec_saver(spec) or make_saver(cfg)
-        scaffold = make_scaffold(cfg, saver, summary_op, spec.scaffold)
+        scaffold = make_scaffold(cfg.scaffold, cfg.init_from, saver, summary_op, spec.scaffold)
     return TrainGraph(
         graph=graph, global_step=global_step, step_before=step_before, step_after=step_after, loss=loss,
         step_is_finite=step_is_finite, train_op=train_op, train_input=train_input, evaluation=evaluation, summary_op=summary_op, saver=saver,
@@ -408,7 +408,7 @@ def build_eval_graph(cfg, arrays, device: str, run_config: Optional[RunConfig] =
         seed_graph(cfg.train.seed)
         global_step = tf1.train.get_or_create_global_step()
         with tf.device("/device:CPU:0"):
-            eval_input = make_eval_input(cfg, arrays, model.params, model.run_config)
+            eval_input = make_eval_input(cfg.data, cfg.eval.batch_size, arrays, model.params, model.run_config)
         with _device(single_process(device).model_device):
             eval_spec = model.call(eval_input, ModeKeys.EVAL)
         metrics, update_op, examples = _metrics(eval_spec, eval_input)

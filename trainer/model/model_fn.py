@@ -6,12 +6,19 @@ and ``config`` if it declares them. A function that cannot be called so is a Con
 naming what it takes, before any graph is built.
 """
 
+import logging
 from dataclasses import dataclass
 from typing import Callable, FrozenSet
 
+from omegaconf import open_dict
+
 from trainer.config.targets import callable_name, declared_args, instantiate_params, load_callable
+from trainer.data.columns import fill_table_columns
+from trainer.data.sources import load_data, num_classes_of
 from trainer.errors import ConfigError, ContractError, TrainerError, describe
 from trainer.contract import EstimatorSpec, ModeKeys, RunConfig
+
+log = logging.getLogger("trainer")
 
 MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
 
@@ -111,9 +118,26 @@ def checked_spec(spec: EstimatorSpec, mode: str, name: str) -> EstimatorSpec:
     return spec
 
 
-def model_params(cfg) -> dict:
+def model_params(model_cfg) -> dict:
     """``model.params`` as plain Python, entries with ``_target_`` (feature columns, ...) built."""
-    return instantiate_params(cfg.model.params, "model.params")
+    return instantiate_params(model_cfg.params, "model.params")
+
+
+def load_data_for(model_cfg, data_cfg):
+    """The data of ``data_cfg`` (``trainer.data.sources.load_data``), and the model's params it completes:
+    a built-in model's null ``num_classes`` becomes the data's classes (10 for input_fns, which cannot
+    tell), and a canned model's feature columns are read off a table's columns."""
+    data = load_data(data_cfg)
+    params = model_cfg.params
+    if "num_classes" in params and params.num_classes is None:
+        if data is None:  # input_fns: the built-in models' former default (a label >= 10 fails the loss op)
+            log.warning("model.params.num_classes=null with data=%s: using 10 classes; set model.params.num_classes",
+                        data_cfg.name)
+        with open_dict(params):
+            params.num_classes = num_classes_of(data)
+    if "kind" in params and "feature_columns" in params:  # a canned model (models/canned.py)
+        fill_table_columns(params, data, data_cfg.get("ignore") or ())
+    return data
 
 
 def make_run_config(cfg, role=None, session_config=None) -> RunConfig:

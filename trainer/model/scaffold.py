@@ -32,12 +32,13 @@ def _report_tensor(name, key: str):
     return found
 
 
-def make_scaffold(cfg, saver, summary_op, spec_scaffold=None):
-    """The config's Scaffold ops (TensorFlow's defaults where null), the Saver and warm start.
+def make_scaffold(scaffold_cfg, init_from_cfg, saver, summary_op, spec_scaffold=None):
+    """The config's Scaffold ops (``scaffold``; TensorFlow's defaults where null), the Saver and warm start
+    (``init_from``).
 
     Fields the model_fn's own Scaffold sets are used where the config leaves TensorFlow's default.
     """
-    sc = cfg.scaffold
+    sc = scaffold_cfg
     fields = {
         "init_op": _group(sc.init_op, "scaffold.init_op"),
         "ready_op": _report_tensor(sc.ready_op, "scaffold.ready_op"),
@@ -48,7 +49,7 @@ def make_scaffold(cfg, saver, summary_op, spec_scaffold=None):
         for key in fields:
             if fields[key] is None:
                 fields[key] = getattr(spec_scaffold, key)
-    init_fn = make_warm_start_fn(cfg.init_from) if cfg.init_from.checkpoint else None
+    init_fn = make_warm_start_fn(init_from_cfg) if init_from_cfg.checkpoint else None
     if init_fn is None and spec_scaffold is not None and spec_scaffold.init_fn is not None:
         init_fn = lambda scaffold, session: spec_scaffold.init_fn(session)  # noqa: E731
     return tf1.train.Scaffold(saver=saver, summary_op=summary_op, init_fn=init_fn, **fields)

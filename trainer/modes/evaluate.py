@@ -7,11 +7,11 @@ from typing import Dict
 
 import tensorflow as tf
 
-from trainer.data.sources import eval_source, load_data
+from trainer.data.sources import eval_source
 from trainer.errors import CheckpointError
 from trainer.hooks.evaluation import check_examples, evaluate_once, format_metrics, objective_metric
 from trainer.model.graph import build_eval_graph
-from trainer.model.model_fn import make_run_config
+from trainer.model.model_fn import load_data_for, make_run_config
 from trainer.modes.checkpoint import checkpoint_to_read
 from trainer.records import write_json
 from trainer.session.device import resolve_device, session_config
@@ -25,7 +25,7 @@ def evaluate(cfg, workdir: str) -> Dict:
     """Evaluate ``eval.checkpoint`` (default: the newest in ``checkpoint.dir``); returns the record."""
     device = resolve_device(cfg.device)
     path = checkpoint_to_read(cfg, cfg.eval.checkpoint)
-    arrays = load_data(cfg)
+    arrays = load_data_for(cfg.model, cfg.data)
     evaluation = build_eval_graph(cfg, arrays, device, make_run_config(cfg))
     objective = objective_metric(cfg.eval.objective, evaluation.metrics)
     with evaluation.graph.as_default():
@@ -44,7 +44,7 @@ def evaluate(cfg, workdir: str) -> Dict:
         except tf.errors.NotFoundError as e:
             raise CheckpointError(f"checkpoint {path} lacks variables the EVAL graph has ({e.message.splitlines()[0]}); "
                                   "evaluate a checkpoint of this model") from None
-    check_examples(examples, eval_source(cfg, arrays))
+    check_examples(examples, eval_source(cfg.data, arrays))
     result = {"checkpoint": path, "global_step": step, "metrics": values, "examples": examples,
               "objective": objective, "objective_value": values[objective]}
     os.makedirs(workdir, exist_ok=True)

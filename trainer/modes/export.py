@@ -13,10 +13,9 @@ import tensorflow as tf
 from trainer.checkpoints.intact import checkpoint_step
 from trainer.config.targets import callable_name, load_callable
 from trainer.data.pipelines import make_eval_input
-from trainer.data.sources import load_data
 from trainer.errors import ConfigError, ContractError
 from trainer.model.graph import build_predict_part
-from trainer.model.model_fn import make_run_config, model_params
+from trainer.model.model_fn import load_data_for, make_run_config, model_params
 from trainer.modes.checkpoint import checkpoint_to_read
 from trainer.session.device import resolve_device, session_config
 
@@ -41,7 +40,7 @@ def _receiver(result, key: str):
 def _eval_features(cfg, data, run_config):
     """The eval input's features, built in a scratch graph (for their names, dtypes and shapes)."""
     with tf.Graph().as_default():
-        return make_eval_input(cfg, data, model_params(cfg), run_config).features
+        return make_eval_input(cfg.data, cfg.eval.batch_size, data, model_params(cfg.model), run_config).features
 
 
 def _placeholder_like(tensor, name: str):
@@ -126,7 +125,7 @@ def export(cfg, workdir: str) -> Dict:
     if os.path.exists(export_dir):
         raise ConfigError(f"export.dir={export_dir} exists; give a new export.dir (an export is never overwritten)")
     run_config = make_run_config(cfg)
-    data = load_data(cfg)  # the features' shapes, and the classes of a model whose num_classes is null
+    data = load_data_for(cfg.model, cfg.data)  # the features' shapes, and the classes of a model whose num_classes is null
     with tf.Graph().as_default():
         receivers, features = _serving_input(cfg, data, run_config)
         spec, saver, _ = build_predict_part(cfg, features, device, run_config)

@@ -13,10 +13,10 @@ from trainer.errors import ConfigError
 from trainer.contract import ModeKeys
 from trainer.data.files import FileSource
 from trainer.data.pipelines import make_eval_input, make_input_fn_pipeline, make_pipeline
-from trainer.data.sources import load_data, load_prediction_input
+from trainer.data.sources import load_prediction_input
 from trainer.hooks.runner import InputInitHook
 from trainer.model.graph import build_predict_part
-from trainer.model.model_fn import make_run_config, model_params
+from trainer.model.model_fn import load_data_for, make_run_config, model_params
 from trainer.modes.checkpoint import checkpoint_to_read
 from trainer.session.device import resolve_device, session_config
 
@@ -26,7 +26,7 @@ log = logging.getLogger("trainer")
 
 def _prediction_pipeline(cfg, data, run_config):
     """``predict.input_fn`` (called in mode ``infer``), else ``predict.input``, else the eval input."""
-    params = dict(model_params(cfg), batch_size=cfg.eval.batch_size)
+    params = dict(model_params(cfg.model), batch_size=cfg.eval.batch_size)
     if cfg.predict.input_fn:
         if cfg.predict.input:
             raise ConfigError("predict.input and predict.input_fn are both set; set one of them")
@@ -36,7 +36,7 @@ def _prediction_pipeline(cfg, data, run_config):
         fn = load_callable(cfg.data.eval_fn, "data.eval_fn")
         return make_input_fn_pipeline(fn, cfg.data.eval_fn, ModeKeys.EVAL, params, run_config)
     if not cfg.predict.input:
-        return make_eval_input(cfg, data, params, run_config)
+        return make_eval_input(cfg.data, cfg.eval.batch_size, data, params, run_config)
     if isinstance(data, FileSource):
         if "feature_key" not in cfg.model.params:
             raise ConfigError(f"predict.input: one array cannot give model.fn={cfg.model.fn} the features of "
@@ -84,10 +84,10 @@ class BareTensor(dict):
 def predicted_batches(cfg, path: str, data=None) -> Iterator[Dict[str, np.ndarray]]:
     """The predictions of checkpoint ``path`` (a prefix) over the prediction input, batch by batch, in
     input order: a dict of arrays (a ``BareTensor`` for a model_fn giving one tensor). ``data`` is
-    what ``load_data(cfg)`` gave (loaded here when None)."""
+    what ``load_data_for(cfg.model, cfg.data)`` gave (loaded here when None)."""
     device = resolve_device(cfg.device)
     run_config = make_run_config(cfg)
-    data = load_data(cfg) if data is None else data
+    data = load_data_for(cfg.model, cfg.data) if data is None else data
     with tf.Graph().as_default():
         pipeline = _prediction_pipeline(cfg, data, run_config)
         spec, saver, global_step = build_predict_part(cfg, pipeline.features, device, run_config)
@@ -106,7 +106,7 @@ def predicted_batches(cfg, path: str, data=None) -> Iterator[Dict[str, np.ndarra
 def predict(cfg, workdir: str) -> Dict:
     """Predict with ``predict.checkpoint`` (default: the newest in ``checkpoint.dir``); returns the record."""
     path = checkpoint_to_read(cfg, cfg.predict.checkpoint)
-    data = load_data(cfg)
+    data = load_data_for(cfg.model, cfg.data)
     out = _output_path(cfg, workdir, data)
     batches = list(predicted_batches(cfg, path, data))
     arrays = {k: np.concatenate([b[k] for b in batches]) for k in batches[0]} if batches else {}

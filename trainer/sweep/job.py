@@ -60,7 +60,8 @@ def _finished_already(cfg, output_dir: str):
     from trainer.checkpoints.guard import finished_run
     from trainer.config.rules import prepare
 
-    return finished_run(prepare(cfg, output_dir), output_dir)
+    cfg = prepare(cfg, output_dir)
+    return finished_run(cfg.checkpoint.dir, cfg.train.max_steps, output_dir)
 
 
 def run_job(cfg, hc, swept=frozenset()) -> float:
@@ -106,7 +107,7 @@ def _run_job(cfg, hc, swept) -> float:
         if not (written.get("status") == "failed" and written.get("pid") == os.getpid()):
             # Training records its own failure (with the step reached); otherwise it failed before.
             os.makedirs(output_dir, exist_ok=True)
-            write_json(path, failure_record(cfg, reason))
+            write_json(path, failure_record(cfg.model.name, cfg.session.kind, reason))
         log.error("job %s failed: %s", os.path.basename(output_dir), reason)
         if cfg.sweep.fail_fast:
             raise SystemExit(1)  # ends the sweep here, as sweep.fail_fast asks

@@ -7,7 +7,7 @@ other (a chief or a worker of between-graph replication). The interface, in the 
     placement(device, replicas, precision)  where the graph's parts go
     cluster_role                            the cluster role for the model_fn's RunConfig (None: none)
     objective(name, evaluation)             eval.objective, checked where this process evaluates
-    claim(cfg, graph, workdir, data)        the checkpoint dir held while training: a ``Claim``
+    claim(request, graph, workdir, data)    the checkpoint dir held while training: a ``Claim``
     hooks                                   hooks of its own, added to every task's
     session_config(config)                  the ConfigProto, narrowed for a cluster
     session_options(options, graph)         the master, chief-ness and waits of session creation
@@ -50,9 +50,9 @@ class SingleProcess:
         return None if evaluation is None else objective_metric(name, evaluation.metric_names())
 
     @staticmethod
-    def claim(cfg, graph, workdir: str, data=None):
+    def claim(request, graph, workdir: str, data=None):
         """The checkpoint dir held (``trainer.checkpoints.guard.claim``); a finished run yields its record."""
-        return claim_dir(cfg, graph, workdir, data)
+        return claim_dir(request, graph, workdir, data)
 
     @staticmethod
     def session_config(config):

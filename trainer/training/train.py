@@ -15,17 +15,17 @@ from typing import Callable, Dict, Optional
 
 import tensorflow as tf
 
-from trainer.checkpoints.guard import metrics_path
+from trainer.checkpoints.guard import Request, graph_config, metrics_path
 from trainer.checkpoints.intact import clean_leftovers, latest_step
 from trainer.data.files import FileSource
 from trainer.data.pipelines import input_error
-from trainer.data.sources import check_training_arrays, eval_source, load_data
+from trainer.data.sources import check_training_arrays, eval_source
 from trainer.errors import Preempted, RecordError, TrainerError, describe
 from trainer.contract import RunConfig
 from trainer.hooks.assembly import RunParts, UserHooks, check_user_hooks, make_training_hooks, make_user_hooks
 from trainer.hooks.evaluation import EvalHook, SeparateEvaluation, SharedEvaluation
 from trainer.model.graph import TrainGraph, build_eval_graph, build_graph
-from trainer.model.model_fn import make_run_config
+from trainer.model.model_fn import load_data_for, make_run_config
 from trainer.model.schedules import rescheduled, stretched
 from trainer.records import MetricsLog, failure_record, read_json, write_json
 from trainer.session.device import check_replicas, resolve_device, resolve_precision, session_config, visible_gpus
@@ -86,7 +86,7 @@ def train(cfg, workdir: str, role=None, on_accepted: Optional[Callable[[], None]
                objective, precision)
     try:
         data = arrays.signature() if isinstance(arrays, FileSource) else None
-        with role.claim(cfg, graph, workdir, data) as claimed:
+        with role.claim(checkpoint_request(cfg), graph, workdir, data) as claimed:
             if claimed.finished is not None:
                 return claimed.finished
             if on_accepted is not None:
@@ -139,8 +139,14 @@ def _naming_columns(arrays, build, *args):
         raise better from None
 
 
+def checkpoint_request(cfg) -> Request:
+    """What this run asks of its checkpoint dir (``trainer.checkpoints.guard.claim``)."""
+    return Request(cfg.checkpoint.dir, cfg.model.name, graph_config(cfg.model, cfg.optimizer), cfg.train.max_steps,
+                   cfg.checkpoint.restore_step, cfg.sweep.rerun_finished)
+
+
 def _load_data(cfg):
-    arrays = load_data(cfg)
+    arrays = load_data_for(cfg.model, cfg.data)
     check_training_arrays(arrays, cfg.train.batch_size)
     return arrays
 
@@ -228,7 +234,7 @@ class _Run:
         return self.role.session_options(options, self.graph)
 
     def eval_source(self) -> str:
-        return eval_source(self.cfg, self.arrays)
+        return eval_source(self.cfg.data, self.arrays)
 
     def train_recording_failure(self, start_step: int) -> Dict:
         """:meth:`train`; a failure is recorded in ``metrics.json`` (status, the error, the last step) and raised."""
@@ -239,7 +245,7 @@ class _Run:
             better = input_error(self.arrays, e) or _disk_full(self.cfg.checkpoint.dir, e)
             try:
                 write_json(metrics_path(self.workdir), failure_record(
-                    self.cfg, describe(better or e), start_step=start_step, max_steps=self.cfg.train.max_steps,
+                    self.cfg.model.name, self.cfg.session.kind, describe(better or e), start_step=start_step, max_steps=self.cfg.train.max_steps,
                     global_step=_last_step(self.cfg.checkpoint.dir, start_step)))
             except (OSError, RecordError) as unrecorded:  # the failure itself is what the user must see
                 log.warning("the failure is not recorded in metrics.json: %s", unrecorded)
