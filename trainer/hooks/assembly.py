@@ -33,7 +33,7 @@ class UserHooks:
     listeners: List
 
 
-def check_user_hooks(cfg) -> List[str]:
+def check_user_hooks(hooks_cfg, listeners_cfg) -> List[str]:
     """The config's hooks and listeners checked without building any: each ``_target_`` imports, and a
     class is a SessionRunHook (or CheckpointSaverListener). Nothing of the user's is called: a run is
     refused before any of its code runs. Returns ``NAME=TARGET`` of each, as the run will build them.
@@ -42,9 +42,9 @@ def check_user_hooks(cfg) -> List[str]:
       ConfigError: naming the entry.
     """
     found = []
-    entries = [(f"hooks.{n}", e, tf1.train.SessionRunHook) for n, e in (cfg.hooks or {}).items()]
+    entries = [(f"hooks.{n}", e, tf1.train.SessionRunHook) for n, e in (hooks_cfg or {}).items()]
     entries += [(f"checkpoint.listeners.{n}", e, tf1.train.CheckpointSaverListener)
-                for n, e in (cfg.checkpoint.listeners or {}).items()]
+                for n, e in (listeners_cfg or {}).items()]
     for key, entry, kind in entries:
         if entry is None:
             continue
@@ -93,10 +93,29 @@ def make_listeners(listeners_cfg) -> List:
     return made
 
 
-def make_user_hooks(cfg) -> UserHooks:
-    """The config's hooks and listeners, built in the default graph: a wrong tensor name fails here."""
-    every, chief = make_config_hooks(cfg.hooks)
-    return UserHooks(every, chief, make_listeners(cfg.checkpoint.listeners))
+def make_user_hooks(hooks_cfg, listeners_cfg) -> UserHooks:
+    """The config's hooks and listeners (``hooks``, ``checkpoint.listeners``), built in the default graph: a
+    wrong tensor name fails here."""
+    every, chief = make_config_hooks(hooks_cfg)
+    return UserHooks(every, chief, make_listeners(listeners_cfg))
+
+
+@dataclass(frozen=True)
+class Cadence:
+    """When and where the runner's hooks act during training, from the config's ``checkpoint``, ``train``,
+    ``eval``, ``log`` and ``summary`` keys."""
+
+    ckpt_dir: str  # checkpoint.dir: checkpoints, the training summaries; eval/ beneath it
+    save_steps: Optional[int]  # checkpoint.every_steps
+    save_secs: Optional[int]  # checkpoint.every_secs
+    max_steps: Optional[int]  # train.max_steps
+    on_nan: str  # train.on_nan
+    max_skipped_steps: Optional[int]  # train.max_skipped_steps
+    stalled_steps_limit: Optional[int]  # train.stalled_steps_limit
+    eval_every_steps: Optional[int]  # eval.every_steps
+    eval_steps: Optional[int]  # eval.steps
+    log_every_steps: int  # log.every_steps
+    summary_every_steps: Optional[int]  # summary.every_steps
 
 
 @dataclass(frozen=True)
@@ -116,49 +135,49 @@ class TrainingHooks:
     eval_hook: Optional[EvalHook]  # None: a run without evaluation (eval.enabled=false)
 
 
-def _make_saver_hook(cfg, graph, listeners, alongside=None):
-    every_steps, every_secs = cfg.checkpoint.every_steps, cfg.checkpoint.every_secs
+def _make_saver_hook(cadence: Cadence, graph, listeners, alongside=None):
+    every_steps, every_secs = cadence.save_steps, cadence.save_secs
     if not every_steps and not every_secs:
-        every_steps = cfg.train.max_steps or NEVER_STEPS  # only the first and the final save
-    return CheckpointSaverHook(cfg.checkpoint.dir, save_secs=every_secs or None, save_steps=every_steps or None,
+        every_steps = cadence.max_steps or NEVER_STEPS  # only the first and the final save
+    return CheckpointSaverHook(cadence.ckpt_dir, save_secs=every_secs or None, save_steps=every_steps or None,
                                saver=graph.saver, listeners=listeners, alongside=alongside)
 
 
-def make_training_hooks(cfg, graph, user: UserHooks, parts: RunParts, role) -> TrainingHooks:
+def make_training_hooks(cadence: Cadence, graph, user: UserHooks, parts: RunParts, role) -> TrainingHooks:
     """The hooks of a training run. ``role`` (``trainer.training.roles``) adds its own hooks and
     tells whether this task is the chief."""
     is_chief = role.is_chief
     metrics, preemption = parts.metrics, parts.preemption
-    eval_dir = os.path.join(cfg.checkpoint.dir, "eval")
+    eval_dir = os.path.join(cadence.ckpt_dir, "eval")
     if is_chief:  # before the hooks below, which look their writers up by dir
         # The checkpoint dir's graph and meta graph: the CheckpointSaverHook's thread writes them.
-        open_event_writers({cfg.checkpoint.dir: None, **({eval_dir: graph.graph} if parts.evaluation is not None else {})})
+        open_event_writers({cadence.ckpt_dir: None, **({eval_dir: graph.graph} if parts.evaluation is not None else {})})
     input_init = InputInitHook(graph.train_input, graph.global_step)
     every = [*role.hooks, input_init, PreemptionHook(preemption)]
-    if cfg.train.max_steps:
-        every.insert(-1, StopAtLastStepHook(graph.step_after, cfg.train.max_steps))
+    if cadence.max_steps:
+        every.insert(-1, StopAtLastStepHook(graph.step_after, cadence.max_steps))
     eval_hook = None
     if parts.evaluation is not None:
-        eval_hook = EvalHook(graph, parts.evaluation, cfg.eval.every_steps, metrics, summary_dir=eval_dir,
+        eval_hook = EvalHook(graph, parts.evaluation, cadence.eval_every_steps, metrics, summary_dir=eval_dir,
                              listeners=[h for h in user.every + user.chief if hasattr(h, "on_eval")],
                              skip_final=lambda: preemption.signum is not None, source=parts.eval_source,
-                             steps=cfg.eval.steps)
+                             steps=cadence.eval_steps)
     chief = [
-        NanGuardHook(graph.step_is_finite, graph.step_after, cfg.train.on_nan, cfg.checkpoint.dir,
-                     cfg.train.max_skipped_steps),
+        NanGuardHook(graph.step_is_finite, graph.step_after, cadence.on_nan, cadence.ckpt_dir,
+                     cadence.max_skipped_steps),
         # The chief's hooks run first: the input is initialised while the first checkpoint is written.
-        _make_saver_hook(cfg, graph, user.listeners, alongside=input_init.hand_over() if is_chief else None),
-        MetricsHook(graph.loss, graph.global_step, graph.step_after, cfg.log.every_steps, metrics),
+        _make_saver_hook(cadence, graph, user.listeners, alongside=input_init.hand_over() if is_chief else None),
+        MetricsHook(graph.loss, graph.global_step, graph.step_after, cadence.log_every_steps, metrics),
     ]
     if eval_hook is not None:
         chief.append(eval_hook)
-    if cfg.summary.every_steps:
-        chief.append(TrainingSummaryHook(graph.loss, graph.step_after, cfg.summary.every_steps, cfg.checkpoint.dir))
+    if cadence.summary_every_steps:
+        chief.append(TrainingSummaryHook(graph.loss, graph.step_after, cadence.summary_every_steps, cadence.ckpt_dir))
         if graph.summary_op is not None:  # the model's own summaries
-            chief.append(tf1.train.SummarySaverHook(save_steps=cfg.summary.every_steps, output_dir=cfg.checkpoint.dir,
+            chief.append(tf1.train.SummarySaverHook(save_steps=cadence.summary_every_steps, output_dir=cadence.ckpt_dir,
                                                     summary_op=graph.summary_op))
-    if cfg.train.stalled_steps_limit:
-        every.append(StalledStepHook(graph.step_after, cfg.train.stalled_steps_limit))
+    if cadence.stalled_steps_limit:
+        every.append(StalledStepHook(graph.step_after, cadence.stalled_steps_limit))
     if graph.sync_optimizer is not None:
         # On every worker, not only the chief: it initialises each worker's local step.
         every.append(graph.sync_optimizer.make_session_run_hook(is_chief, num_tokens=-1))

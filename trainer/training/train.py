@@ -22,7 +22,8 @@ from trainer.data.pipelines import input_error
 from trainer.data.sources import check_training_arrays, eval_source
 from trainer.errors import Preempted, RecordError, TrainerError, describe
 from trainer.contract import RunConfig
-from trainer.hooks.assembly import RunParts, UserHooks, check_user_hooks, make_training_hooks, make_user_hooks
+from trainer.hooks.assembly import (Cadence, RunParts, UserHooks, check_user_hooks, make_training_hooks,
+                                    make_user_hooks)
 from trainer.hooks.evaluation import EvalHook, SeparateEvaluation, SharedEvaluation
 from trainer.model.graph import TrainGraph, build_eval_graph, build_graph
 from trainer.model.model_fn import load_data_for, make_run_config
@@ -74,11 +75,11 @@ def train(cfg, workdir: str, role=None, on_accepted: Optional[Callable[[], None]
     # The config's hooks are checked now (imported, their classes checked). The runner's and TensorFlow's
     # are built now too (a wrong tensor name fails before the dir is touched); a run naming other code is
     # built only once accepted (every check passed, the dir held): a refused run calls none of it.
-    targets = check_user_hooks(cfg)
+    targets = check_user_hooks(cfg.hooks, cfg.checkpoint.listeners)
     early = all(t.split("=", 1)[1].startswith(("trainer.", "tensorflow.")) for t in targets)
     if early:
         with graph.graph.as_default():
-            user = make_user_hooks(cfg)
+            user = make_user_hooks(cfg.hooks, cfg.checkpoint.listeners)
     evaluation = _naming_columns(arrays, _evaluation, cfg, graph, arrays, device, run_config)
     # Checked before the first step: a wrong name fails now, not after training.
     objective = role.objective(cfg.eval.objective, evaluation)
@@ -94,7 +95,7 @@ def train(cfg, workdir: str, role=None, on_accepted: Optional[Callable[[], None]
             if not early:
                 log.info("building the config's hooks: %s", ", ".join(targets))
                 with graph.graph.as_default():
-                    run.user = make_user_hooks(cfg)
+                    run.user = make_user_hooks(cfg.hooks, cfg.checkpoint.listeners)
             if claimed.start_step:
                 _warn_if_stretched(cfg, workdir, claimed.start_step)
             result = run.train_recording_failure(claimed.start_step)
@@ -137,6 +138,14 @@ def _naming_columns(arrays, build, *args):
         if better is None:
             raise
         raise better from None
+
+
+def hook_cadence(cfg) -> Cadence:
+    """When and where the runner's hooks act (``trainer.hooks.assembly``)."""
+    ckpt, train = cfg.checkpoint, cfg.train
+    return Cadence(ckpt.dir, ckpt.every_steps, ckpt.every_secs, train.max_steps, str(train.on_nan),
+                   train.max_skipped_steps, train.stalled_steps_limit, cfg.eval.every_steps, cfg.eval.steps,
+                   cfg.log.every_steps, cfg.summary.every_steps)
 
 
 def checkpoint_request(cfg) -> Request:
@@ -267,7 +276,7 @@ class _Run:
     def _loop(self, start_step, metrics, preemption):
         cfg, graph, role = self.cfg, self.graph, self.role
         parts = RunParts(metrics, preemption, self.evaluation, self.eval_source())
-        hooks = make_training_hooks(cfg, graph, self.user, parts, role)
+        hooks = make_training_hooks(hook_cadence(cfg), graph, self.user, parts, role)
         ckpt_dir = role.checkpoint_dir(cfg)
         if role.is_chief:
             log.info("checkpoint.dir %s: %s", ckpt_dir, f"resuming from step {start_step}" if start_step else "new run")
