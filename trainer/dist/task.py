@@ -85,8 +85,8 @@ class ClusterTask:
         wait for it to restore); a worker never touches it."""
         return _going_on(claim_dir(request, graph, workdir, data)) if self.is_chief else own_dir(workdir)
 
-    def checkpoint_dir(self, cfg) -> Optional[str]:
-        return cfg.checkpoint.dir if self.is_chief else None
+    def checkpoint_dir(self, ckpt_dir: str) -> Optional[str]:
+        return ckpt_dir if self.is_chief else None
 
     @staticmethod
     def fetches(graph):

@@ -7,8 +7,8 @@ from trainer.checkpoints.intact import find_intact
 from trainer.errors import CheckpointError
 
 
-def checkpoint_to_read(cfg, explicit: Optional[str]) -> str:
-    """``explicit`` (a prefix or a dir), else the newest intact checkpoint of ``checkpoint.dir``.
+def checkpoint_to_read(ckpt_dir: str, explicit: Optional[str]) -> str:
+    """``explicit`` (a prefix or a dir), else the newest intact checkpoint of ``ckpt_dir`` (``checkpoint.dir``).
 
     Raises:
       CheckpointError: there is none.
@@ -21,7 +21,7 @@ def checkpoint_to_read(cfg, explicit: Optional[str]) -> str:
         if not path or not os.path.exists(path + ".index"):
             raise CheckpointError(f"checkpoint {explicit}: not found; give a checkpoint prefix such as DIR/model.ckpt-1000")
         return path
-    found = find_intact(cfg.checkpoint.dir)
+    found = find_intact(ckpt_dir)
     if not found:
-        raise CheckpointError(f"checkpoint.dir={cfg.checkpoint.dir} has no checkpoint; train first or set checkpoint.dir")
+        raise CheckpointError(f"checkpoint.dir={ckpt_dir} has no checkpoint; train first or set checkpoint.dir")
     return found.path

@@ -24,7 +24,7 @@ log = logging.getLogger("trainer")
 def evaluate(cfg, workdir: str) -> Dict:
     """Evaluate ``eval.checkpoint`` (default: the newest in ``checkpoint.dir``); returns the record."""
     device = resolve_device(cfg.device)
-    path = checkpoint_to_read(cfg, cfg.eval.checkpoint)
+    path = checkpoint_to_read(cfg.checkpoint.dir, cfg.eval.checkpoint)
     arrays = load_data_for(cfg.model, cfg.data)
     evaluation = build_eval_graph(cfg, arrays, device, make_run_config(cfg))
     objective = objective_metric(cfg.eval.objective, evaluation.metrics)

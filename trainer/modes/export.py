@@ -119,7 +119,7 @@ def export(cfg, workdir: str) -> Dict:
     """Export ``export.checkpoint`` (default: the newest in ``checkpoint.dir``) to ``export.dir``
     (default ``export/<global step>`` in the run dir, never overwritten); returns the record."""
     device = resolve_device(cfg.device)
-    path = checkpoint_to_read(cfg, cfg.export.checkpoint)
+    path = checkpoint_to_read(cfg.checkpoint.dir, cfg.export.checkpoint)
     step = checkpoint_step(path)
     export_dir = os.path.abspath(os.path.expanduser(cfg.export.dir or os.path.join(workdir, "export", str(step))))
     if os.path.exists(export_dir):

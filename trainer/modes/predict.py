@@ -105,7 +105,7 @@ def predicted_batches(cfg, path: str, data=None) -> Iterator[Dict[str, np.ndarra
 
 def predict(cfg, workdir: str) -> Dict:
     """Predict with ``predict.checkpoint`` (default: the newest in ``checkpoint.dir``); returns the record."""
-    path = checkpoint_to_read(cfg, cfg.predict.checkpoint)
+    path = checkpoint_to_read(cfg.checkpoint.dir, cfg.predict.checkpoint)
     data = load_data_for(cfg.model, cfg.data)
     out = _output_path(cfg, workdir, data)
     batches = list(predicted_batches(cfg, path, data))

@@ -11,7 +11,7 @@ other (a chief or a worker of between-graph replication). The interface, in the 
     hooks                                   hooks of its own, added to every task's
     session_config(config)                  the ConfigProto, narrowed for a cluster
     session_options(options, graph)         the master, chief-ness and waits of session creation
-    checkpoint_dir(cfg)                     the dir the session restores and saves (None: never)
+    checkpoint_dir(ckpt_dir)                the dir the session restores and saves (None: never)
     open_session(opener)                    session creation, under a cluster's deadline
     fetches(graph)                          what each step runs
     at_normal_end(session)                  before the hooks' end() when training ends normally
@@ -63,8 +63,8 @@ class SingleProcess:
         return options
 
     @staticmethod
-    def checkpoint_dir(cfg) -> Optional[str]:
-        return cfg.checkpoint.dir
+    def checkpoint_dir(ckpt_dir: str) -> Optional[str]:
+        return ckpt_dir
 
     @staticmethod
     def open_session(opener):

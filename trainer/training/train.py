@@ -277,7 +277,7 @@ class _Run:
         cfg, graph, role = self.cfg, self.graph, self.role
         parts = RunParts(metrics, preemption, self.evaluation, self.eval_source())
         hooks = make_training_hooks(hook_cadence(cfg), graph, self.user, parts, role)
-        ckpt_dir = role.checkpoint_dir(cfg)
+        ckpt_dir = role.checkpoint_dir(cfg.checkpoint.dir)
         if role.is_chief:
             log.info("checkpoint.dir %s: %s", ckpt_dir, f"resuming from step {start_step}" if start_step else "new run")
             log.info("hooks (chief): %s", ", ".join(type(h).__name__ for h in hooks.chief))
