@@ -15,7 +15,7 @@ import time
 
 
 def _arrays(examples):
-    from trainer.data.sources import make_synthetic
+    from trainer.data.sources.synthetic import make_synthetic
 
     return make_synthetic(examples, 1000)
 

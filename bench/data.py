@@ -29,7 +29,9 @@ from hydra.core.global_hydra import GlobalHydra
 from trainer.cli.paths import register_resolvers
 from trainer.config.schema import register_configs
 from trainer.data.pipelines import make_train_input
-from trainer.data.sources import DEBIAN_FASHION_MNIST, load_data, load_idx_dir
+from trainer.data.mnist_files import load_idx_dir
+from trainer.data.sources import load_data
+from trainer.data.sources.fashion_mnist import DEBIAN_FASHION_MNIST
 from trainer.model.model_fn import load_data_for
 from trainer.model.graph import build_graph, single_process
 

@@ -74,6 +74,7 @@ def _bare(tf, graph):
 def _runner(tf, session, args, workdir, stack):
     """The runner's session over its graph with the default hooks, as ``train`` opens it."""
     from trainer.hooks.assembly import RunParts, make_training_hooks, make_user_hooks
+    from trainer.training.train import hook_cadence
     from trainer.training.roles import SingleProcess
     from trainer.hooks.evaluation import SharedEvaluation
     from trainer.records import MetricsLog
@@ -87,7 +88,8 @@ def _runner(tf, session, args, workdir, stack):
     stack.enter_context(graph.graph.as_default())
     parts = RunParts(MetricsLog(os.path.join(workdir, "metrics.jsonl")), PreemptionHandler(),
                      SharedEvaluation(graph.evaluation))
-    hooks = make_training_hooks(cfg, graph, make_user_hooks(cfg), parts, SingleProcess())
+    hooks = make_training_hooks(hook_cadence(cfg), graph, make_user_hooks(cfg.hooks, cfg.checkpoint.listeners), parts,
+                                SingleProcess())
     sess = stack.enter_context(open_session(session, graph.scaffold, hooks.every, hooks.chief,
                                             cfg.checkpoint.dir, session_config(cfg.device, "cpu")))
     return graph, lambda: sess.run(graph.train_op)
@@ -97,7 +99,7 @@ def _contenders(tf, args, workdir, stack):
     import numpy as np
 
     from bench import user_cnn
-    from trainer.data.sources import make_synthetic
+    from trainer.data.sources.synthetic import make_synthetic
 
     arrays = make_synthetic(args.examples, 1000)
     user_graph, train_op, inits, feed = user_cnn.build(arrays.train_x, np.asarray(arrays.train_y), args.batch)

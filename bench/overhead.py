@@ -44,6 +44,7 @@ def _measure_in(workdir: str, session: str, args) -> dict:
     from trainer.config.rules import prepare
     from trainer.data.sources import load_arrays
     from trainer.hooks.assembly import RunParts, make_training_hooks, make_user_hooks
+    from trainer.training.train import hook_cadence
     from trainer.training.roles import SingleProcess
     from trainer.hooks.evaluation import SharedEvaluation
     from trainer.model.graph import build_graph
@@ -57,7 +58,8 @@ def _measure_in(workdir: str, session: str, args) -> dict:
     metrics = MetricsLog(os.path.join(workdir, "metrics.jsonl"))
     with graph.graph.as_default():
         parts = RunParts(metrics, PreemptionHandler(), SharedEvaluation(graph.evaluation))
-        hooks = make_training_hooks(cfg, graph, make_user_hooks(cfg), parts, SingleProcess())
+        hooks = make_training_hooks(hook_cadence(cfg), graph, make_user_hooks(cfg.hooks, cfg.checkpoint.listeners), parts,
+                                SingleProcess())
         with open_session(session, graph.scaffold, hooks.every, hooks.chief, cfg.checkpoint.dir,
                           session_config(cfg.device, "cpu")) as sess:
             raw = sess.raw_session if hasattr(sess, "raw_session") else sess._tf_sess()

@@ -16,7 +16,7 @@ trainer.process.set_environment()  # a benchmark script: as the command does, be
 import tensorflow as tf  # noqa: E402
 
 from trainer.data.pipelines import make_pipeline
-from trainer.data.sources import make_synthetic
+from trainer.data.sources.synthetic import make_synthetic
 
 tf1 = tf.compat.v1
 

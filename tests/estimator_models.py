@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 import trainer.estimator
-from trainer.data.sources import make_synthetic
+from trainer.data.sources.synthetic import make_synthetic
 
 
 def cnn_model_fn(features, labels, mode, params):

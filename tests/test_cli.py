@@ -560,7 +560,7 @@ def test_help_is_the_runners_own_and_names_every_option(tmp_path):
 
 
 def test_a_sweep_needing_a_download_it_cannot_make_fails_once_before_any_job(tmp_path):
-    from trainer.data.sources import KERAS_BASE_URL, unreachable
+    from trainer.data.download import KERAS_BASE_URL, unreachable
 
     if unreachable(KERAS_BASE_URL) is None:
         pytest.skip("the download host is reachable from here")

@@ -14,7 +14,8 @@ import tensorflow as tf
 from omegaconf import OmegaConf
 
 from trainer import run
-from trainer.data import ahead, pipelines, sources as data
+from trainer.data import ahead, download as downloads, mnist_files, pipelines, predict_input
+from trainer.data.sources import mnist as mnist_source, source_names, source_of, synthetic
 from trainer.errors import DataError
 
 
@@ -52,7 +53,7 @@ def make_npz(path, n_train=20, n_test=10):
 @pytest.mark.parametrize("compress", [True, False])
 def test_idx_dir_round_trip(tmp_path, compress):
     written = make_idx_dir(str(tmp_path), compress=compress)
-    arrays = data.load_idx_dir(str(tmp_path))
+    arrays = mnist_files.load_idx_dir(str(tmp_path))
     np.testing.assert_array_equal(arrays.train_x, written["train-images-idx3-ubyte"])
     np.testing.assert_array_equal(arrays.test_y, written["t10k-labels-idx1-ubyte"])
     assert arrays.train_y.dtype == np.int64 and arrays.train_x.shape == (20, 28, 28)
@@ -60,7 +61,7 @@ def test_idx_dir_round_trip(tmp_path, compress):
 
 def test_npz_round_trip(tmp_path):
     written = make_npz(tmp_path / "mnist.npz")
-    arrays = data.load_path(str(tmp_path / "mnist.npz"))
+    arrays = mnist_files.load_path(str(tmp_path / "mnist.npz"))
     np.testing.assert_array_equal(arrays.train_x, written["x_train"])
     np.testing.assert_array_equal(arrays.test_y, written["y_test"])
 
@@ -68,10 +69,10 @@ def test_npz_round_trip(tmp_path):
 def test_mnist_prefers_data_path_then_keras_cache(tmp_path):
     (tmp_path / "cache").mkdir()
     make_npz(tmp_path / "cache" / "mnist.npz", n_train=7)
-    arrays = data.load_mnist(None, allow_download=False, download_dir=str(tmp_path / "cache"))
+    arrays = mnist_source.load_mnist(None, allow_download=False, download_dir=str(tmp_path / "cache"))
     assert len(arrays.train_x) == 7
     make_idx_dir(str(tmp_path / "idx"), n_train=5)
-    assert len(data.load_mnist(str(tmp_path / "idx"), allow_download=False, download_dir=str(tmp_path / "cache")).train_x) == 5
+    assert len(mnist_source.load_mnist(str(tmp_path / "idx"), allow_download=False, download_dir=str(tmp_path / "cache")).train_x) == 5
 
 
 def test_bad_magic_number(tmp_path):
@@ -79,7 +80,7 @@ def test_bad_magic_number(tmp_path):
     with gzip.open(tmp_path / "train-images-idx3-ubyte.gz", "wb") as f:
         f.write(b"PK\x03\x04 not an idx file")
     with pytest.raises(DataError, match="not an IDX file"):
-        data.load_idx_dir(str(tmp_path))
+        mnist_files.load_idx_dir(str(tmp_path))
 
 
 def test_truncated_idx(tmp_path):
@@ -87,7 +88,7 @@ def test_truncated_idx(tmp_path):
     path = tmp_path / "t10k-images-idx3-ubyte"
     path.write_bytes(path.read_bytes()[:-100])
     with pytest.raises(DataError, match="truncated or corrupt"):
-        data.load_idx_dir(str(tmp_path))
+        mnist_files.load_idx_dir(str(tmp_path))
 
 
 @pytest.mark.parametrize("damage", ["truncated", "flipped"])
@@ -101,25 +102,25 @@ def test_damaged_gzip_idx(tmp_path, damage):
         raw[len(raw) // 2] ^= 0xFF
     path.write_bytes(bytes(raw))
     with pytest.raises(DataError, match=r"^data.path: cannot read .*train-images-idx3-ubyte.gz: .*replace the file"):
-        data.load_idx_dir(str(tmp_path))
+        mnist_files.load_idx_dir(str(tmp_path))
 
 
 def test_missing_idx_file(tmp_path):
     make_idx_dir(str(tmp_path))
     os.remove(tmp_path / "t10k-labels-idx1-ubyte.gz")
     with pytest.raises(DataError, match="t10k-labels-idx1-ubyte"):
-        data.load_idx_dir(str(tmp_path))
+        mnist_files.load_idx_dir(str(tmp_path))
 
 
 def test_corrupt_npz(tmp_path):
     (tmp_path / "mnist.npz").write_bytes(b"garbage")
     with pytest.raises(DataError, match="cannot read"):
-        data.load_path(str(tmp_path / "mnist.npz"))
+        mnist_files.load_path(str(tmp_path / "mnist.npz"))
 
 
 def test_missing_path(tmp_path):
     with pytest.raises(DataError, match="does not exist"):
-        data.load_path(str(tmp_path / "nope.npz"))
+        mnist_files.load_path(str(tmp_path / "nope.npz"))
 
 
 def test_mnist_offline_fails_fast_with_advice(tmp_path, monkeypatch):
@@ -127,9 +128,9 @@ def test_mnist_offline_fails_fast_with_advice(tmp_path, monkeypatch):
         raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
 
     monkeypatch.setattr(urllib.request, "urlopen", offline)
-    monkeypatch.setattr(data, "unreachable", lambda url: None)  # the host answers; the request then fails
+    monkeypatch.setattr(downloads, "unreachable", lambda url: None)  # the host answers; the request then fails
     with pytest.raises(DataError, match="data.path=/path/to/mnist.npz") as e:
-        data.load_mnist(None, allow_download=True, download_dir=str(tmp_path))
+        mnist_source.load_mnist(None, allow_download=True, download_dir=str(tmp_path))
     assert "cannot download" in str(e.value)
     assert os.listdir(tmp_path) == []  # no partial file left
 
@@ -145,9 +146,9 @@ def test_download_checksum_mismatch_leaves_nothing(tmp_path, monkeypatch):
             return False
 
     monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: Response(b"not mnist"))
-    monkeypatch.setattr(data, "unreachable", lambda url: None)
+    monkeypatch.setattr(downloads, "unreachable", lambda url: None)
     with pytest.raises(DataError, match="expected"):
-        data.download("https://example.invalid/mnist.npz", str(tmp_path / "mnist.npz"), data.MNIST_NPZ_SHA256)
+        downloads.download("https://example.invalid/mnist.npz", str(tmp_path / "mnist.npz"), mnist_source.MNIST_NPZ_SHA256)
     assert os.listdir(tmp_path) == []
 
 
@@ -165,19 +166,19 @@ def test_download_verifies_and_stores(tmp_path, monkeypatch):
             return False
 
     monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: Response(payload))
-    monkeypatch.setattr(data, "unreachable", lambda url: None)
-    dest = data.download("https://example.invalid/f", str(tmp_path / "f"), hashlib.sha256(payload).hexdigest())
+    monkeypatch.setattr(downloads, "unreachable", lambda url: None)
+    dest = downloads.download("https://example.invalid/f", str(tmp_path / "f"), hashlib.sha256(payload).hexdigest())
     assert open(dest, "rb").read() == payload
 
 
 def test_synthetic_is_seeded_and_shaped():
-    a, b = data.make_synthetic(50, 20), data.make_synthetic(50, 20)
+    a, b = synthetic.make_synthetic(50, 20), synthetic.make_synthetic(50, 20)
     np.testing.assert_array_equal(a.train_x, b.train_x)
     assert a.train_x.shape == (50, 28, 28) and a.train_x.dtype == np.uint8 and a.test_y.shape == (20,)
 
 
 def test_pipeline_skip_resumes_the_shuffled_stream():
-    arrays = data.make_synthetic(64, 8)
+    arrays = synthetic.make_synthetic(64, 8)
     labels = np.arange(64)  # label = example index, to follow the order
 
     def batches(skip, n):
@@ -195,7 +196,7 @@ def test_pipeline_skip_resumes_the_shuffled_stream():
 
 
 def test_pipeline_does_not_embed_the_data_in_the_graph():
-    arrays = data.make_synthetic(6000, 10)
+    arrays = synthetic.make_synthetic(6000, 10)
     with tf.Graph().as_default() as g:
         pipelines.make_pipeline(arrays.train_x, arrays.train_y, 8, "x", train=True, seed=0)
         assert len(g.as_graph_def().SerializeToString()) < 100_000
@@ -212,11 +213,11 @@ def test_float_images_are_used_as_they_are_not_cast_to_uint8(make_cfg, tmp_path)
     # made the floats zeros: 0.108 accuracy, exit 0.)
     from trainer import run
 
-    arrays = data.make_synthetic(2048, 256)
+    arrays = synthetic.make_synthetic(2048, 256)
     as_pixels = _npz_of(tmp_path / "pixels.npz", arrays.train_x, arrays.train_y, arrays.test_x, arrays.test_y)
     as_floats = _npz_of(tmp_path / "floats.npz", arrays.train_x / np.float32(255), arrays.train_y,
                         arrays.test_x / np.float32(255), arrays.test_y)
-    loaded = data.load_npz(as_floats)
+    loaded = mnist_files.load_npz(as_floats)
     assert loaded.train_x.dtype == np.float32 and loaded.train_x.max() <= 1.0 and loaded.train_x.max() > 0.5
     accuracy = {}
     for name, path in (("pixels", as_pixels), ("floats", as_floats)):
@@ -234,13 +235,13 @@ def test_float_images_are_used_as_they_are_not_cast_to_uint8(make_cfg, tmp_path)
 def test_data_that_would_be_cast_is_refused_naming_the_file(tmp_path, images, labels, message):
     path = _npz_of(tmp_path / "bad.npz", images, labels, images, labels)
     with pytest.raises(DataError, match=f"data.path={path}.*{message}"):
-        data.load_npz(path)
+        mnist_files.load_npz(path)
 
 
 def test_integer_pixels_in_range_are_kept_exactly(tmp_path):
     images = np.arange(4 * 28 * 28).reshape(4, 28, 28) % 256
     path = _npz_of(tmp_path / "ints.npz", images.astype(np.int64), np.arange(4), images, np.arange(4))
-    loaded = data.load_npz(path)
+    loaded = mnist_files.load_npz(path)
     assert loaded.train_x.dtype == np.uint8 and np.array_equal(loaded.train_x, images)
 
 
@@ -248,7 +249,7 @@ def test_bytes_that_are_not_an_npz_are_refused_without_pickle_advice(tmp_path):
     path = tmp_path / "random.npz"
     path.write_bytes(np.random.default_rng(0).bytes(4096))
     with pytest.raises(DataError, match=f"data.path: cannot read {path} as .npz") as raised:
-        data.load_npz(str(path))
+        mnist_files.load_npz(str(path))
     assert "allow_pickle" not in str(raised.value)
 
 
@@ -259,21 +260,21 @@ def test_predict_input_errors_name_predict_input(tmp_path):
     bad = tmp_path / "bad-images-idx3-ubyte"
     bad.write_bytes(b"\x01\x02\x03\x04")
     with pytest.raises(DataError, match=f"predict.input: {bad} is not an IDX file"):
-        data.load_prediction_input(str(bad), MNIST_LIKE)
+        predict_input.load_prediction_input(str(bad), MNIST_LIKE)
     junk = tmp_path / "junk.npz"
     junk.write_bytes(b"not a zip")
     with pytest.raises(DataError, match="predict.input"):
-        data.load_prediction_input(str(junk), MNIST_LIKE)
+        predict_input.load_prediction_input(str(junk), MNIST_LIKE)
     other = tmp_path / "other.npy"
     np.save(other, np.zeros((3, 32, 32, 3), np.uint8))
     with pytest.raises(DataError, match=r"predict.input=.*examples of shape \(32, 32, 3\), the model was trained on 28x28"):
-        data.load_prediction_input(str(other), MNIST_LIKE)
+        predict_input.load_prediction_input(str(other), MNIST_LIKE)
 
 
 @pytest.mark.parametrize("start", [7, 8, 15, 1000])
 def test_a_resumed_pipeline_starts_at_its_batch_across_epoch_boundaries(start):
     # 60 examples in batches of 8: batches straddle epochs; each epoch is a new permutation.
-    arrays = data.make_synthetic(60, 8)
+    arrays = synthetic.make_synthetic(60, 8)
     labels = np.arange(60)
 
     def batches(step, n, replicas=(1, 0)):
@@ -324,13 +325,13 @@ def test_data_read_ahead_raises_its_error_where_taken():
 
 def test_a_run_trains_on_the_data_read_while_tensorflow_imported(make_cfg, tmp_path, monkeypatch):
     threads = []
-    make = data.make_synthetic
+    make = synthetic.make_synthetic
 
     def recording(*args, **kwargs):
         threads.append(threading.current_thread().name)
         return make(*args, **kwargs)
 
-    monkeypatch.setattr(data, "make_synthetic", recording)
+    monkeypatch.setattr(synthetic, "make_synthetic", recording)
     result = run(make_cfg("train.max_steps=4", "eval.every_steps=0"), str(tmp_path))
     assert threads == ["data-ahead"]
     assert result["global_step"] == 4 and result["eval_examples"] == 128
@@ -351,7 +352,9 @@ def test_the_sources_read_ahead_import_no_tensorflow(make_cfg, tmp_path):
     probe = ("import json, sys; from omegaconf import OmegaConf; from trainer.data.sources import load_arrays; "
              "arrays = load_arrays(OmegaConf.create(json.loads(sys.argv[1]))); assert len(arrays.train_x); "
              "print(sorted(m for m in sys.modules if m.split('.')[0] == 'tensorflow'))")
-    for name in data.READ_AHEAD:
+    read_ahead = [n for n in source_names() if source_of(OmegaConf.create({"name": n})).read_ahead]
+    assert sorted(read_ahead) == ["fashion_mnist", "mnist", "numpy", "synthetic"]
+    for name in read_ahead:
         cfg = make_cfg(f"data={name}", *([f"data.path={paths[name]}"] if name in paths else []))
         spec = json.dumps(OmegaConf.to_container(cfg.data, resolve=True))
         proc = subprocess.run([sys.executable, "-c", probe, spec], capture_output=True, text=True, timeout=120)
@@ -362,7 +365,7 @@ def test_the_sources_read_ahead_import_no_tensorflow(make_cfg, tmp_path):
 def test_an_unreachable_download_host_is_named_within_seconds():
     import time
 
-    from trainer.data.sources import RESOLVE_SECS, unreachable
+    from trainer.data.download import RESOLVE_SECS, unreachable
 
     started = time.time()
     why = unreachable("https://no-such-host.invalid/mnist.npz")

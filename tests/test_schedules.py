@@ -203,7 +203,8 @@ def test_bad_schedule_values_fail_in_one_line(make_cfg, tmp_path, overrides, mes
 
 
 def test_validation_examples_hold_out_the_end_of_the_training_split(make_cfg):
-    from trainer.data.sources import load_arrays, make_synthetic
+    from trainer.data.sources import load_arrays
+    from trainer.data.sources.synthetic import make_synthetic
 
     arrays = load_arrays(make_cfg("data.validation_examples=100").data)
     full = make_synthetic(512, 128)

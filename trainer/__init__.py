@@ -12,7 +12,7 @@ tests all call it. The package reads top to bottom::
     checkpoints/  a checkpoint dir: intact checkpoints, manifest, lock, the claim before writing
     session/      TensorFlow's environment, the device, the plain and monitored backends
     model/        the model_fn, the graph per mode, the train op, the Scaffold, warm start
-    data/         sources (no TensorFlow) and tf.data pipelines
+    data/         the sources, one module per data.name (no TensorFlow), and tf.data pipelines
     config/       schemas, cross-field rules, user code by dotted path or _target_
     estimator/    tf.estimator's API on run(): Estimator, RunConfig, train_and_evaluate, the heads, the
                   canned families (v2 and v1), TPUEstimator, train-estimator and TF 1.x conversion
@@ -58,7 +58,7 @@ def run(cfg, workdir: str, on_accepted: Optional[Callable[[], None]] = None) -> 
 
     from trainer.config.rules import prepare
     from trainer.data.ahead import loading_ahead
-    from trainer.data.sources import READ_AHEAD, load_arrays
+    from trainer.data.sources import load_arrays, source_of
     from trainer.dist.roles import resolve_role
     from trainer.process import set_environment
 
@@ -67,7 +67,7 @@ def run(cfg, workdir: str, on_accepted: Optional[Callable[[], None]] = None) -> 
     cfg = prepare(cfg, workdir)
     role = resolve_role(cfg.distributed)
     # Arrays are read by a thread while TensorFlow imports, in the processes that load them.
-    reads_data = cfg.data.name in READ_AHEAD and (role.kind == "none" or (role.distributed and role.job != "ps"))
+    reads_data = source_of(cfg.data).read_ahead and (role.kind == "none" or (role.distributed and role.job != "ps"))
     with loading_ahead(cfg.data, load_arrays) if reads_data else contextlib.nullcontext():
         return _run(cfg, workdir, role, on_accepted)
 

@@ -13,7 +13,6 @@ fails a run that trained: an error sending is logged as a warning, and the rows 
 """
 
 import contextlib
-import json
 import logging
 import os
 from typing import Dict, List, Optional

@@ -14,6 +14,7 @@ from typing import Tuple
 
 from omegaconf import DictConfig, OmegaConf
 
+from trainer.data.sources import source_of
 from trainer.dist.roles import check_distributed
 from trainer.errors import ConfigError
 from trainer.tracking import check_tracking
@@ -178,18 +179,7 @@ def _check_replicas(cfg) -> None:
 
 
 def _check_data(data) -> None:
-    # "???" in a data yaml does not survive the merge onto the schema's defaults: unset reads None.
-    if data.name in ("tfrecord", "csv"):
-        for key in ("train_files", "eval_files", "label_key"):
-            if OmegaConf.is_missing(data, key) or not data.get(key):
-                raise ConfigError(f"data.{key} is not set; data={data.name} needs data.train_files, data.eval_files "
-                                  "(files or globs) and data.label_key")
-    if data.name == "numpy" and (OmegaConf.is_missing(data, "path") or not data.path):
-        raise ConfigError("data.path is not set; data=numpy needs data.path=arrays.npz (x_train, y_train, x_test, "
-                          "y_test) or a folder of those .npy files")
-    if data.path and not os.path.exists(os.path.expanduser(data.path)):
-        hint = "an .npz or a folder of .npy files" if data.name == "numpy" else "an mnist.npz file or a folder of IDX files"
-        raise ConfigError(f"data.path={data.path}: no such file or dir; give {hint}")
+    source_of(data).check(data)
     num_classes = data.get("num_classes")
     if num_classes is not None and num_classes < 2:
         raise ConfigError(f"data.num_classes={num_classes}: a classifier needs at least 2 classes; set data.num_classes=K "
@@ -315,7 +305,7 @@ def validate(cfg) -> None:
         raise ConfigError("mode=train_and_evaluate: eval.every_steps is not set; e.g. eval.every_steps=1000")
     _positive("train.max_steps", cfg.train.max_steps, allow_none=True)
     check_tracking(cfg.tracking)
-    if cfg.train.max_steps is None and cfg.data.name != "input_fn" and cfg.mode in ("train", "train_and_evaluate"):
+    if cfg.train.max_steps is None and not source_of(cfg.data).ends and cfg.mode in ("train", "train_and_evaluate"):
         raise ConfigError(f"train.max_steps=null trains until the input ends, but data={cfg.data.name} repeats for "
                           "ever; set train.max_steps=N")
     _positive("train.stalled_steps_limit", cfg.train.stalled_steps_limit, allow_zero=True)

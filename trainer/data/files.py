@@ -268,7 +268,7 @@ def check_example(serialized: bytes, features: Dict[str, Feature], where: str) -
     Raises:
       DataError: ``where``, the feature and what is wrong with it.
     """
-    # The protobuf alone; TensorFlow is imported already (files are not read ahead: trainer.data.sources.READ_AHEAD).
+    # The protobuf alone; TensorFlow is imported already (files are not read ahead: Source.read_ahead).
     from tensorflow.core.example import example_pb2
 
     example = example_pb2.Example()

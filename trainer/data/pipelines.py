@@ -152,7 +152,7 @@ def make_pipeline(
     seed: Optional[int] = None, shuffle_buffer: Optional[int] = None, replicas=(1, 0),
 ) -> Pipeline:
     """Build a pipeline over arrays in the default graph: features of any shape and numeric dtype
-    (``trainer.data.sources.checked_features``) and int64 labels. In-memory arrays are fed through
+    (``trainer.data.arrays.checked_features``) and int64 labels. In-memory arrays are fed through
     placeholders when the iterator is initialised; memory-mapped ones (``np.memmap``) are read a
     batch of rows at a time.
 

@@ -19,7 +19,8 @@ from trainer.checkpoints.guard import Request, graph_config, metrics_path
 from trainer.checkpoints.intact import clean_leftovers, latest_step
 from trainer.data.files import FileSource
 from trainer.data.pipelines import input_error
-from trainer.data.sources import check_training_arrays, eval_source
+from trainer.data.arrays import check_training_arrays
+from trainer.data.sources import eval_source
 from trainer.errors import Preempted, RecordError, TrainerError, describe
 from trainer.contract import RunConfig
 from trainer.hooks.assembly import (Cadence, RunParts, UserHooks, check_user_hooks, make_training_hooks,
