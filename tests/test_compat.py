@@ -2,6 +2,8 @@
 an upgrade that moves or changes one fails here, by name."""
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -58,8 +60,19 @@ def test_seed_tf_keras_makes_layers_repeatable_and_leaves_the_global_generators_
     assert random.getstate() == py_before
 
 
-def test_onednn_and_determinism_flags():
-    assert isinstance(compat.onednn_enabled(), bool)
+@pytest.mark.slow
+@pytest.mark.parametrize("env, enabled", [("0", False), ("1", True)])
+def test_onednn_flag_reads_the_environment_tensorflow_imported_with(env, enabled):
+    """metrics.json's ``onednn``: off with TF_ENABLE_ONEDNN_OPTS=0, on with =1 (x86 and aarch64 builds
+    of TensorFlow ship oneDNN)."""
+    code = "import tensorflow; from trainer import compat; print(compat.onednn_enabled())"
+    proc = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, TF_ENABLE_ONEDNN_OPTS=env),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == str(enabled)
+
+
+def test_determinism_flags():
     assert not compat.op_determinism_enabled()
     tf.config.experimental.enable_op_determinism()
     try:

@@ -65,12 +65,31 @@ def test_predict_writes_predictions(make_cfg, trained):
         np.testing.assert_allclose(f["probabilities"].sum(axis=1), 1, rtol=1e-5)
 
 
+def _checkpoint_predicts(ckpt_dir, images):
+    """What the checkpoint's weights give for ``images`` (uint8 pixels, read as pixel / 255 as the runner
+    reads them) through the model_fn in PREDICT mode, restored by a plain Saver."""
+    import estimator_models
+
+    with tf.Graph().as_default():
+        x = tf.constant(images.astype(np.float32) / 255.0)
+        spec = estimator_models.cnn_model_fn({"x": x}, None, "infer", {})
+        with tf.compat.v1.Session() as sess:
+            tf.compat.v1.train.Saver().restore(sess, tf.train.latest_checkpoint(str(ckpt_dir)))
+            return sess.run(spec.predictions)
+
+
 def test_predict_a_given_file(make_cfg, trained, tmp_path):
+    """mode=predict gives what the trained checkpoint gives for those images."""
     run_dir, _ = trained
-    np.savez(tmp_path / "few.npz", x=np.zeros((5, 28, 28), np.uint8))
+    images = np.random.RandomState(0).randint(0, 256, (5, 28, 28)).astype(np.uint8)
+    np.savez(tmp_path / "few.npz", x=images)
     result = execute(make_cfg(*CNN, "mode=predict", f"predict.input={tmp_path / 'few.npz'}",
                               f"predict.output={tmp_path / 'out.npz'}"), str(run_dir))
-    assert result["count"] == 5 and os.path.exists(tmp_path / "out.npz")
+    assert result["count"] == 5 and result["predictions"] == str(tmp_path / "out.npz")
+    expected = _checkpoint_predicts(run_dir / "checkpoints", images)
+    with np.load(tmp_path / "out.npz") as f:
+        np.testing.assert_allclose(f["probabilities"], expected["probabilities"], rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(f["classes"], expected["classes"])
 
 
 def test_predict_replaces_no_file_it_was_not_told_to(make_cfg, trained, tmp_path):

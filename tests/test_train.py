@@ -131,11 +131,21 @@ def test_mnist_cnn_and_linear_build_and_step(make_cfg, tmp_path):
         assert metrics["global_step"] == 3 and metrics["model"] == model
 
 
-@pytest.mark.parametrize("optimizer", ["sgd", "momentum", "adam"])
-def test_optimizers(make_cfg, tmp_path, optimizer):
+@pytest.mark.parametrize("optimizer, slots", [("sgd", []), ("momentum", ["Momentum"]), ("adam", ["Adam", "Adam_1"]),
+                                               ("adamw", ["Adam", "Adam_1"])])
+def test_optimizers(make_cfg, tmp_path, optimizer, slots):
+    """The optimizer the config names is the one that trained: its slots beside every weight, Adam's
+    beta powers after 5 steps (TF1's AdamOptimizer starts them at beta, times beta each step)."""
     metrics = run(make_cfg(f"optimizer={optimizer}", "train.max_steps=5"), str(tmp_path))
     assert metrics["global_step"] == 5
-
+    saved = weights(metrics["checkpoint_dir"])
+    model = sorted(n for n in saved if n.startswith("dense") and n.endswith(("kernel", "bias")))
+    assert len(model) == 4
+    expected = set(model) | {f"{n}/{slot}" for n in model for slot in slots} | {"global_step"}
+    if "Adam" in slots:
+        expected |= {"beta1_power", "beta2_power"}
+        assert saved["beta1_power"] == pytest.approx(0.9 ** 6) and saved["beta2_power"] == pytest.approx(0.999 ** 6)
+    assert set(saved) == expected
 
 
 def test_training_without_evaluation_records_no_objective(make_cfg, tmp_path):
