@@ -87,7 +87,7 @@ def test_evaluate_returns_the_metrics_with_the_step_and_writes_summaries(classif
     assert result["accuracy"] > 0.6  # two thresholds on two features: well above chance (1/3)
     bounded = classifier.evaluate(_inputs(tx, ty, batch=25, repeat=False), steps=2, name="two_batches")
     assert bounded["global_step"] == 30
-    from trainer.estimator.training import read_eval_metrics
+    from trainer.hooks.early_stopping import read_eval_metrics
 
     assert read_eval_metrics(classifier.eval_dir())[30]["accuracy"] == pytest.approx(result["accuracy"])
     assert 30 in read_eval_metrics(classifier.eval_dir("two_batches"))
@@ -137,7 +137,7 @@ def test_pandas_input_fn_feeds_columns_by_name_and_checks_its_frames(tmp_path):
 
 
 def test_in_memory_evaluator_evaluates_the_live_weights_without_a_checkpoint(classifier):
-    from trainer.estimator.training import read_eval_metrics
+    from trainer.hooks.early_stopping import read_eval_metrics
 
     x, y = _data()
     tx, ty = _data(1, 100)
@@ -305,7 +305,7 @@ def test_train_and_evaluate_under_tf_config_runs_each_task_of_the_cluster(tmp_pa
     for task, p in procs.items():
         assert p.returncode == 0, f"{task}:\n{outputs[task][-3000:]}"
     assert tf.train.load_variable(tf.train.latest_checkpoint(str(job_dir)), "global_step") == 200
-    from trainer.estimator.training import read_eval_metrics
+    from trainer.hooks.early_stopping import read_eval_metrics
 
     evaluations = read_eval_metrics(str(job_dir / "eval"))
     assert 200 in evaluations and evaluations[200]["accuracy"] > 0.9  # the final checkpoint, evaluated

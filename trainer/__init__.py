@@ -8,7 +8,7 @@ tests all call it. The package reads top to bottom::
     dist/         cluster roles: servers, the watchdog, the evaluator, the local launcher
     training/     a training run: orchestration, the loop, its result, signals
     modes/        evaluate, predict, export
-    hooks/        the runner's hooks, evaluation, the library, the assembly of a run's hooks
+    hooks/        the runner's hooks, evaluation, the library, early stopping, the assembly of a run's hooks
     checkpoints/  a checkpoint dir: intact checkpoints, manifest, lock, the claim before writing
     session/      TensorFlow's environment, the device, the plain and monitored backends
     model/        the model_fn, the graph per mode, the train op, the Scaffold, warm start

@@ -31,10 +31,11 @@ from trainer.estimator.head import (BinaryClassHead, Head, LogisticRegressionHea
                                     poisson_regression_head, regression_head)
 from trainer.estimator.run_config import RunConfig
 from trainer.estimator import tpu
-from trainer.estimator.training import (BestExporter, EvalSpec, Exporter, FinalExporter, InMemoryEvaluatorHook,
-                                        LatestExporter, TrainSpec,
-                                        stop_if_higher_hook, stop_if_lower_hook, stop_if_no_decrease_hook,
-                                        stop_if_no_increase_hook, train_and_evaluate)
+from trainer.estimator.early_stopping import (stop_if_higher_hook, stop_if_lower_hook, stop_if_no_decrease_hook,
+                                              stop_if_no_increase_hook)
+from trainer.estimator.exporters import BestExporter, Exporter, FinalExporter, LatestExporter
+from trainer.estimator.in_memory import InMemoryEvaluatorHook
+from trainer.estimator.training import EvalSpec, TrainSpec, train_and_evaluate
 from trainer.contract import (ClassificationOutput, EstimatorSpec, ModeKeys, PredictOutput, RegressionOutput,
                               ServingInputReceiver)
 from trainer.estimator.input_fns import inputs, numpy_input_fn, pandas_input_fn

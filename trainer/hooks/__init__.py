@@ -3,6 +3,7 @@
 The library's hooks are importable from here, as ``_target_: trainer.hooks.EarlyStoppingHook``.
 """
 
-from trainer.hooks.library import BestCheckpointHook, EarlyStoppingHook, ProgressHook
+from trainer.hooks.early_stopping import EarlyStoppingHook
+from trainer.hooks.library import BestCheckpointHook, ProgressHook
 
 __all__ = ["BestCheckpointHook", "EarlyStoppingHook", "ProgressHook"]

@@ -1,6 +1,6 @@
-"""Hooks users switch on from config (``conf/hook/``): a progress display, early stopping, and
-keeping the best checkpoint. Early stopping and the best checkpoint listen to evaluations
-(``on_eval``), which the EvalHook calls after each."""
+"""Hooks users switch on from config (``conf/hook/``): a progress display and keeping the best
+checkpoint (early stopping is ``trainer.hooks.early_stopping``). The best checkpoint listens to
+evaluations (``on_eval``), which the EvalHook calls after each."""
 
 import logging
 import os
@@ -11,6 +11,7 @@ from typing import Dict, Optional
 import tensorflow as tf
 
 from trainer.errors import ConfigError
+from trainer.hooks.early_stopping import Best
 from trainer.model.names import tensor
 from trainer.records import read_json, write_json
 
@@ -107,63 +108,12 @@ class ProgressHook(tf1.train.SessionRunHook):
             self._redirect = None
 
 
-class _MetricWatcher:
-    """Tracks the best value of one eval metric."""
-
-    def __init__(self, metric: str, mode: str, min_delta: float = 0.0):
-        if mode not in ("min", "max"):
-            raise ConfigError(f"mode={mode}: use min or max")
-        self.metric, self.mode, self.min_delta = metric, mode, float(min_delta)
-        self.best: Optional[float] = None
-
-    def improved(self, values: Dict[str, float]) -> bool:
-        if self.metric not in values:
-            raise ConfigError(f"metric={self.metric}: no such eval metric; use one of {sorted(values)}")
-        value = values[self.metric]
-        better = self.best is None or (
-            value < self.best - self.min_delta if self.mode == "min" else value > self.best + self.min_delta
-        )
-        if better:
-            self.best = value
-        return better
-
-
-class EarlyStoppingHook(tf1.train.SessionRunHook):
-    """Stops training when eval ``metric`` has not improved for ``patience`` evaluations.
-
-    Args:
-      metric: an eval metric (``accuracy``, ``loss``, or any of the model's eval_metric_ops).
-      mode: ``min`` or ``max``.
-      patience: evaluations without improvement before stopping.
-      min_delta: the smallest change that counts as an improvement.
-    """
-
-    def __init__(self, metric: str = "loss", mode: str = "min", patience: int = 3, min_delta: float = 0.0):
-        if patience < 1:
-            raise ConfigError(f"patience={patience}: must be >= 1")
-        self._watch = _MetricWatcher(metric, mode, min_delta)
-        self._patience = patience
-        self._bad_evals = 0
-        self._stop = False
-
-    def on_eval(self, session, step: int, values: Dict[str, float]) -> None:
-        self._bad_evals = 0 if self._watch.improved(values) else self._bad_evals + 1
-        if self._bad_evals >= self._patience and not self._stop:
-            self._stop = True
-            log.info("early stopping at step %d: eval %s has not improved on %.4f for %d evaluations",
-                     step, self._watch.metric, self._watch.best, self._patience)
-
-    def after_run(self, run_context, run_values):
-        if self._stop:
-            run_context.request_stop()
-
-
 class BestCheckpointHook(tf1.train.SessionRunHook):
     """Keeps the checkpoint with the best eval ``metric`` in ``output_dir`` (with ``best.json``)."""
 
     def __init__(self, output_dir: str, metric: str = "accuracy", mode: str = "max"):
         self._dir = output_dir
-        self._watch = _MetricWatcher(metric, mode)
+        self._watch = Best(metric, mode)
         previous = read_json(os.path.join(output_dir, "best.json"))  # a resumed run competes with the best so far
         if previous.get("metric") == metric:
             self._watch.best = previous["value"]
