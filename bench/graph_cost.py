@@ -75,7 +75,7 @@ def _runner(tf, session, args, workdir, stack):
     """The runner's session over its graph with the default hooks, as ``train`` opens it."""
     from trainer.hooks.assembly import RunParts, make_training_hooks, make_user_hooks
     from trainer.training.train import hook_cadence
-    from trainer.training.roles import SingleProcess
+    from trainer.training.single_process import SingleProcess
     from trainer.hooks.evaluation import SharedEvaluation
     from trainer.records import MetricsLog
     from trainer.session.device import session_config

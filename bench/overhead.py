@@ -45,7 +45,7 @@ def _measure_in(workdir: str, session: str, args) -> dict:
     from trainer.data.sources import load_arrays
     from trainer.hooks.assembly import RunParts, make_training_hooks, make_user_hooks
     from trainer.training.train import hook_cadence
-    from trainer.training.roles import SingleProcess
+    from trainer.training.single_process import SingleProcess
     from trainer.hooks.evaluation import SharedEvaluation
     from trainer.model.graph import build_graph
     from trainer.records import MetricsLog

@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, NamedTuple, Sequence, Tuple
 
 import numpy as np
 

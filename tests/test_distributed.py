@@ -378,7 +378,7 @@ def test_local_cluster_stops_everything_when_a_task_dies(tmp_path):
         victim = None
         while victim is None and time.time() < deadline:
             time.sleep(0.5)
-            found = subprocess.run(["pgrep", "-f", f"trainer.cli.task .*{tmp_path}.* worker 1 "],
+            found = subprocess.run(["pgrep", "-f", f"trainer.cli.local_task .*{tmp_path}.* worker 1 "],
                                    capture_output=True, text=True).stdout.split()
             run = glob.glob(str(tmp_path / "outputs" / "*" / "metrics.jsonl"))
             if found and run:  # training has begun
@@ -390,7 +390,7 @@ def test_local_cluster_stops_everything_when_a_task_dies(tmp_path):
         proc.kill()
     assert proc.returncode == ClusterError.exit_code
     assert re.search(r"error: worker-1 failed \(exit status -9\).*the other tasks were stopped", err), err[-2000:]
-    others = subprocess.run(["pgrep", "-f", f"trainer.cli.task .*{tmp_path}"], capture_output=True, text=True)
+    others = subprocess.run(["pgrep", "-f", f"trainer.cli.local_task .*{tmp_path}"], capture_output=True, text=True)
     assert others.stdout.strip() == ""
 
 
@@ -440,7 +440,7 @@ def test_the_record_ends_at_the_final_checkpoint_when_a_late_update_reached_the_
     from trainer.training.loop import LoopStats
     from trainer.training.preemption import PreemptionHandler
     from trainer.dist.task import ClusterTask
-    from trainer.training.roles import SingleProcess
+    from trainer.training.single_process import SingleProcess
 
     tf1 = tf.compat.v1
     ckpt = tmp_path / "checkpoints"

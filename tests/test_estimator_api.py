@@ -482,7 +482,7 @@ def test_the_train_commands_other_modes_run_on_a_programs_model_dir(tmp_path):
 def test_the_record_names_importable_callables_and_lists_the_rest():
     import functools
 
-    from trainer.estimator.record import _yaml_value, describe, importable_name
+    from trainer.estimator.resume_record import _yaml_value, describe, importable_name
 
     assert importable_name(model_fn) == f"{__name__}.model_fn"
     assert importable_name(lambda: 0) is None
@@ -616,7 +616,7 @@ def test_a_program_record_asks_for_params_it_could_not_keep_in_plain_words(tmp_p
         pass
 
     from trainer.estimator.plan import Call
-    from trainer.estimator.record import write_record
+    from trainer.estimator.resume_record import write_record
 
     write_record(str(tmp_path), Call(settings={"model.fn": model_fn, "mode": "train"}), {"model.fn": model_fn},
                  {"columns": [Column()]})

@@ -204,7 +204,7 @@ def test_the_input_is_initialised_while_the_first_checkpoint_is_written(tmp_path
     on a thread while it writes the first checkpoint; both are done when its after_create_session returns."""
     import threading
 
-    from trainer.hooks.runner import CheckpointSaverHook
+    from trainer.hooks.builtin import CheckpointSaverHook
 
     tf1 = tf.compat.v1
     initialising, saving, done = threading.Event(), threading.Event(), []
@@ -233,7 +233,7 @@ def test_the_input_is_initialised_while_the_first_checkpoint_is_written(tmp_path
 
 
 def test_an_error_initialising_the_input_alongside_the_first_save_is_raised_after_it(tmp_path):
-    from trainer.hooks.runner import CheckpointSaverHook
+    from trainer.hooks.builtin import CheckpointSaverHook
 
     tf1 = tf.compat.v1
 
@@ -255,7 +255,7 @@ def test_an_error_initialising_the_input_alongside_the_first_save_is_raised_afte
 
 
 def test_a_resumed_session_initialises_the_input_without_writing_the_restored_checkpoint_again(tmp_path):
-    from trainer.hooks.runner import CheckpointSaverHook
+    from trainer.hooks.builtin import CheckpointSaverHook
 
     tf1 = tf.compat.v1
     initialised = []

@@ -4,7 +4,6 @@ import json
 import logging
 import os
 import random
-import re
 import shutil
 import signal
 import socket

@@ -69,7 +69,7 @@ def test_writers_opened_in_one_dir_within_the_same_second_keep_their_events(tmp_
 
     import tensorflow as tf
 
-    from trainer.hooks.runner import open_event_writers
+    from trainer.hooks.builtin import open_event_writers
 
     tf1 = tf.compat.v1
     while time.time() % 1 > 0.5:  # both writers open within one second

@@ -198,7 +198,7 @@ def test_a_signal_during_train_and_evaluates_evaluation_stops_within_seconds(tmp
 
 
 def test_params_recorded_for_resume_come_back_exactly_or_are_asked_for():
-    from trainer.estimator.record import _round_trips, _yaml_value
+    from trainer.estimator.resume_record import _round_trips, _yaml_value
 
     for exact in ({"a": 1, "b": "x", "l": [1, 2.5, "q"]}, {"s": "é日"}, {"t": True, "n": None}):
         assert _round_trips("+model.params", _yaml_value(exact), exact), exact

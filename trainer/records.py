@@ -14,7 +14,7 @@ from trainer.errors import RecordError
 log = logging.getLogger(__name__)
 
 # Beside a run dir's ``.hydra/overrides.yaml``, written by a Python program's training call
-# (``trainer.estimator.record``): the callables the train command must be given to resume it.
+# (``trainer.estimator.resume_record``): the callables the train command must be given to resume it.
 PROGRAM_RECORD = "program.yaml"
 
 

@@ -19,7 +19,7 @@ from hydra.types import RunMode
 import trainer
 from trainer.cli.paths import point_latest, register_resolvers, resolve_latest, swept_keys
 from trainer.cli.preflight import checked_run_config, is_single_run, preflight
-from trainer.cli.record import discard_staged, stage_record, staged_record
+from trainer.cli.hydra_record import discard_staged, stage_record, staged_record
 from trainer.cli.resume import resumed_config
 from trainer.compat import hydra_run
 from trainer.config.schema import register_configs

@@ -2,7 +2,7 @@
 
 ``launch`` picks free ports on ``distributed.host``, starts ``distributed.num_ps`` ps tasks and
 ``distributed.num_workers`` workers (worker 0 is the chief) as child processes, each running
-``python -m trainer.cli.task`` with the run's config saved as YAML with ``distributed=cluster``
+``python -m trainer.cli.local_task`` with the run's config saved as YAML with ``distributed=cluster``
 (the same code a real cluster runs), each writing ``<run dir>/logs/<job>-<index>.log``. It streams every task's new
 log lines prefixed with the task's name, and returns the chief's metrics once every task has
 ended. When a task fails the others are stopped and the run fails naming it; when a task
@@ -77,7 +77,7 @@ def _spawn(task: _Task, config_path: str, output_dir: str) -> None:
     env.pop("TF_CONFIG", None)
     with open(task.log_path, "ab") as out:
         task.proc = subprocess.Popen(
-            [sys.executable, "-m", "trainer.cli.task", config_path, task.job, str(task.index), output_dir],
+            [sys.executable, "-m", "trainer.cli.local_task", config_path, task.job, str(task.index), output_dir],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
             start_new_session=True,  # signals reach the tasks through the launcher only
             preexec_fn=_die_with_parent,

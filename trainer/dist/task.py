@@ -5,7 +5,7 @@
 - chief / worker: start their ``Server``, build the graph under ``replica_device_setter``
   (variables on the ps tasks) and train with ``master=server.target``; then put their done
   token on every ps. What differs from one process is the :class:`ClusterTask`, the cluster's
-  implementation of the training run's role (``trainer.training.roles``).
+  implementation of the training run's role (``trainer.training.single_process``).
 - evaluator: ``trainer.dist.evaluator``.
 
 Every task runs a ``Watchdog`` (``trainer.dist.watchdog``).
@@ -32,7 +32,7 @@ from trainer.process import ignore_cancelled_queue_runners
 from trainer.hooks.evaluation import objective_metric
 from trainer.records import write_json
 from trainer.training.result import chief_record, final_step, worker_record
-from trainer.training.roles import own_dir, report_chief
+from trainer.training.single_process import own_dir, report_chief
 from trainer.training.train import train
 
 tf1 = tf.compat.v1
@@ -42,7 +42,7 @@ log = logging.getLogger("trainer")
 @dataclass
 class ClusterTask:
     """One training task of a cluster (the chief or a worker), as the training run's role
-    (``trainer.training.roles`` lists the interface)."""
+    (``trainer.training.single_process`` lists the interface)."""
 
     role: Role
     target: str  # the master: this task's own server

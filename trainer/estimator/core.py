@@ -18,7 +18,7 @@ from typing import Callable, Dict, Iterable, List, Optional
 from trainer.config.targets import declared_args
 import trainer as _runner  # bound now: a program's own package may take the name (estimator.shadow)
 from trainer.estimator.plan import Call
-from trainer.estimator.record import write_record
+from trainer.estimator.resume_record import write_record
 from trainer.estimator.run_config import RunConfig
 from trainer.model.model_fn import MODEL_FN_ARGS, ModelFn
 from trainer.contract import ModeKeys

@@ -14,7 +14,7 @@ import tensorflow as tf
 from trainer.config.targets import instantiate, load_callable
 from trainer.errors import ConfigError
 from trainer.hooks.evaluation import EvalHook
-from trainer.hooks.runner import (CheckpointSaverHook, InputInitHook, MetricsHook, NanGuardHook, PreemptionHook,
+from trainer.hooks.builtin import (CheckpointSaverHook, InputInitHook, MetricsHook, NanGuardHook, PreemptionHook,
                                   ReleaseSyncWorkersHook, StalledStepHook, StopAtLastStepHook, TrainingSummaryHook,
                                   open_event_writers)
 
@@ -144,7 +144,7 @@ def _make_saver_hook(cadence: Cadence, graph, listeners, alongside=None):
 
 
 def make_training_hooks(cadence: Cadence, graph, user: UserHooks, parts: RunParts, role) -> TrainingHooks:
-    """The hooks of a training run. ``role`` (``trainer.training.roles``) adds its own hooks and
+    """The hooks of a training run. ``role`` (``trainer.training.single_process``) adds its own hooks and
     tells whether this task is the chief."""
     is_chief = role.is_chief
     metrics, preemption = parts.metrics, parts.preemption

@@ -14,7 +14,7 @@ from trainer.contract import ModeKeys
 from trainer.data.files import FileSource
 from trainer.data.pipelines import make_eval_input, make_input_fn_pipeline, make_pipeline
 from trainer.data.predict_input import load_prediction_input
-from trainer.hooks.runner import InputInitHook
+from trainer.hooks.builtin import InputInitHook
 from trainer.model.graph import build_predict_part
 from trainer.model.model_fn import load_data_for, make_run_config, model_params
 from trainer.modes.checkpoint import checkpoint_to_read

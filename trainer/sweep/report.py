@@ -10,7 +10,6 @@ summary of any sweep dir, also one that is still running. Each job dir holds its
 import argparse
 import contextlib
 import csv
-import json
 import logging
 import math
 import os

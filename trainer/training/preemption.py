@@ -3,7 +3,7 @@
 The signal is seen at once, even while the main thread waits inside a ``Session.run`` (where a
 Python signal handler cannot run until the run returns): the handler's C half writes the signal
 number to a wakeup pipe (``signal.set_wakeup_fd``), which a watcher thread reads.
-``trainer.hooks.runner.PreemptionHook`` asks the session to stop at the next step boundary and
+``trainer.hooks.builtin.PreemptionHook`` asks the session to stop at the next step boundary and
 acknowledges the signal, so both backends end through their normal path (hooks' ``end()``: the
 CheckpointSaverHook writes the current step, summary writers close). Work nested in training (an
 evaluation) asks :func:`signal_received` before each batch. If nothing acknowledges the signal within

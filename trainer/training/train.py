@@ -36,7 +36,7 @@ from trainer.process import import_secs, set_determinism
 from trainer.session.factory import SessionOptions, open_session
 from trainer.training.loop import LoopStats, exit_save, run_loop
 from trainer.training.preemption import PreemptionHandler
-from trainer.training.roles import SingleProcess
+from trainer.training.single_process import SingleProcess
 
 tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
@@ -48,7 +48,7 @@ def train(cfg, workdir: str, role=None, on_accepted: Optional[Callable[[], None]
     Args:
       cfg: a prepared config (``trainer.config.rules.prepare``).
       workdir: the run dir: ``metrics.json``, ``metrics.jsonl`` and, by default, ``checkpoints/``.
-      role: what this process is (``trainer.training.roles``): one process (the default) or one
+      role: what this process is (``trainer.training.single_process``): one process (the default) or one
         training task of a cluster (``trainer.dist.task.ClusterTask``); only a chief reads and writes
         ``checkpoint.dir``.
       on_accepted: called once this process holds the checkpoint dir, every check passed, and it
@@ -77,15 +77,15 @@ def train(cfg, workdir: str, role=None, on_accepted: Optional[Callable[[], None]
     # are built now too (a wrong tensor name fails before the dir is touched); a run naming other code is
     # built only once accepted (every check passed, the dir held): a refused run calls none of it.
     targets = check_user_hooks(cfg.hooks, cfg.checkpoint.listeners)
-    early = all(t.split("=", 1)[1].startswith(("trainer.", "tensorflow.")) for t in targets)
-    if early:
+    ours_or_tensorflows = all(t.split("=", 1)[1].startswith(("trainer.", "tensorflow.")) for t in targets)
+    if ours_or_tensorflows:
         with graph.graph.as_default():
             user = make_user_hooks(cfg.hooks, cfg.checkpoint.listeners)
     evaluation = _naming_columns(arrays, _evaluation, cfg, graph, arrays, device, run_config)
     # Checked before the first step: a wrong name fails now, not after training.
     objective = role.objective(cfg.eval.objective, evaluation)
-    run = _Run(cfg, workdir, graph, device, user if early else None, role, timings, arrays, run_config, evaluation,
-               objective, precision)
+    run = _Run(cfg, workdir, graph, device, user if ours_or_tensorflows else None, role, timings, arrays, run_config,
+               evaluation, objective, precision)
     try:
         data = arrays.signature() if isinstance(arrays, FileSource) else None
         with role.claim(checkpoint_request(cfg), graph, workdir, data) as claimed:
@@ -93,7 +93,7 @@ def train(cfg, workdir: str, role=None, on_accepted: Optional[Callable[[], None]
                 return claimed.finished
             if on_accepted is not None:
                 on_accepted()
-            if not early:
+            if not ours_or_tensorflows:
                 log.info("building the config's hooks: %s", ", ".join(targets))
                 with graph.graph.as_default():
                     run.user = make_user_hooks(cfg.hooks, cfg.checkpoint.listeners)
@@ -224,7 +224,7 @@ class _Run:
     graph: TrainGraph
     device: str
     user: Optional[UserHooks]  # built once the run is accepted
-    role: object  # trainer.training.roles: one process, or a task of a cluster
+    role: object  # trainer.training.single_process: one process, or a task of a cluster
     timings: Dict
     arrays: Optional[object]  # the loaded data; None for input_fns
     run_config: RunConfig

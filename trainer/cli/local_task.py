@@ -1,6 +1,6 @@
 """One task of a local cluster, as a child process of ``distributed=local``:
 
-    python -m trainer.cli.task CONFIG.yaml JOB INDEX RUN_DIR
+    python -m trainer.cli.local_task CONFIG.yaml JOB INDEX RUN_DIR
 
 The config is the launcher's, saved as YAML with ``distributed=cluster``; the task runs
 :func:`trainer.run` as a task of a real cluster would.
