@@ -235,3 +235,26 @@ def test_resume_overrides_merge_key_by_key_and_removal_cancels_an_addition(tmp_p
                                      "train.max_steps=5"]), tmp_path / ".hydra" / "overrides.yaml")
     merged = resume_overrides(str(tmp_path), [f"resume={tmp_path}", "~hooks.log", "train.max_steps=9", "~hooks.progress"])
     assert merged == ["model=mlp", "train.max_steps=9", "~hooks.progress"]  # a default hook's removal stays
+
+
+@pytest.mark.parametrize("content, problem", [(b"- model=mlp\n- [", "ParserError"), (b"\xff\xfe- x", "UnicodeDecodeError"),
+                                              (b"- a=${", "GrammarParseError")])
+def test_a_damaged_run_record_is_one_line_naming_it(tmp_path, content, problem):
+    """resume= on a run dir whose .hydra/overrides.yaml does not parse: one line naming the file."""
+    from trainer.cli.resume import check_resumable
+
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "overrides.yaml").write_bytes(content)
+    with pytest.raises(ConfigError, match=rf"resume={tmp_path}: .*overrides.yaml does not parse \({problem}\); "
+                                          "restore it"):
+        check_resumable(str(tmp_path))
+
+
+@pytest.mark.parametrize("content", [b"a: [", b"\xff\xfe: 1", b"a: ${"])
+def test_a_config_dir_file_that_does_not_load_is_named(tmp_path, content):
+    from trainer.cli.preflight import check_config_dirs
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "mine.yaml").write_bytes(content)
+    with pytest.raises(ConfigError, match=r"model/mine.yaml.*; fix the YAML"):
+        check_config_dirs(["--config-dir", str(tmp_path)])

@@ -593,3 +593,14 @@ def test_a_csv_header_name_feature_columns_refuse_is_named_with_its_fix(make_cfg
                                                   "TensorFlow takes") + ".*e.g. 'hours_per_week'"):
         run(cfg, str(tmp_path / "run"))
     assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_a_record_that_is_not_an_example_is_named():
+    """check_example: bytes that do not parse as a tf.train.Example are one DataError naming where."""
+    features = {"x": file_data.Feature("x", (2,))}
+    good = tf.train.Example(features=tf.train.Features(feature={
+        "x": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0, 2.0]))})).SerializeToString()
+    file_data.check_example(good, features, "a.tfrecord record 0")
+    with pytest.raises(DataError,
+                       match=r"a.tfrecord record 1: not a tf.train.Example \(.*\); write tf.train.Example records"):
+        file_data.check_example(b"\x0a\xff\xff\xff", features, "a.tfrecord record 1")

@@ -198,6 +198,7 @@ def _to_log_files(message: str) -> None:
             try:
                 handler.handle(record)
                 handler.flush()
+            # broad: a log file that fails must not hide the error being reported
             except Exception:
                 pass
 
@@ -218,6 +219,7 @@ def exit_on_error(fn):
         if full_errors():
             raise
         fail(str(e), e.exit_code)
+    # broad: the command's last resort: any error is one line and exit 1 (HYDRA_FULL_ERROR=1: the traceback)
     except Exception as e:
         if full_errors():
             raise
@@ -229,6 +231,7 @@ def flush_logs() -> None:
     for handler in logging.getLogger().handlers + logging.getLogger("trainer").handlers:
         try:
             handler.flush()
+        # broad: a log file that fails must not stop the exit
         except Exception:
             pass
     sys.stdout.flush()

@@ -40,6 +40,8 @@ def verify(path: str) -> Optional[str]:
         reader = tf.train.load_checkpoint(path)
         for name in reader.get_variable_to_shape_map():
             reader.get_tensor(name)  # reads every byte: truncated data files fail here
+    # broad: TensorFlow's checkpoint reader raises OpError, IndexError (a cut data file) and
+    # others: any of them means unreadable
     except Exception as e:
         return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]}"
     return None
@@ -105,6 +107,7 @@ def find_intact(checkpoint_dir: str) -> Optional[Intact]:
         )
     try:
         state_path = tf.train.latest_checkpoint(checkpoint_dir)
+    # broad: a damaged checkpoint state file reads as none: the intact checkpoint found is used
     except Exception:
         state_path = None
     state_ok = state_path is not None and os.path.abspath(state_path) == os.path.abspath(path)
@@ -127,6 +130,8 @@ def checkpoint_step(path: str) -> int:
     """The global step stored in checkpoint ``path``."""
     try:
         return int(tf.train.load_variable(path, "global_step"))
+    # broad: TensorFlow's checkpoint reader raises OpError, IndexError (a cut data file) and
+    # others: any of them means unreadable
     except Exception as e:
         raise CheckpointError(
             f"checkpoint {path} is unreadable ({type(e).__name__}: {str(e).splitlines()[0]}); "

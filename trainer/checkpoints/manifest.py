@@ -66,6 +66,8 @@ def check_compatible(path: str, graph, checkpoint_dir: str, model_name: str, gra
                      ", ".join(f"{k} {a} -> {b}" for k, (a, b) in sorted(changed.items())))
     try:
         stored = dict(tf.train.list_variables(path))
+    # broad: TensorFlow's checkpoint reader raises OpError, IndexError (a cut data file) and
+    # others: any of them means unreadable
     except Exception as e:
         raise CheckpointError(f"checkpoint {path} is unreadable ({type(e).__name__}); restore its files or use another checkpoint.dir") from None
     problems = _diff(stored, wanted)

@@ -21,9 +21,15 @@ import re
 from typing import List
 
 import yaml
+from hydra.errors import HydraException
 from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from trainer.dist.roles import resolve_role
+from trainer.errors import ConfigError
+
+# What reading a YAML record can raise: no such file or no access, not YAML, not UTF-8, not a config.
+YAML_ERRORS = (OSError, yaml.YAMLError, ValueError, OmegaConfBaseException)
 
 RUNS_ROOT = "outputs"
 _SCHEDULE_KEYS = {
@@ -65,7 +71,7 @@ def _default_options() -> dict:
         with open(os.path.join(trainer.conf.__path__[0], "config.yaml")) as f:
             defaults = yaml.safe_load(f).get("defaults", [])
         return {str(k): str(v) for entry in defaults if isinstance(entry, dict) for k, v in entry.items()}
-    except Exception:  # an unusual install: drop nothing
+    except (OSError, yaml.YAMLError, AttributeError, TypeError):  # an unusual install: drop nothing
         return {}
 
 
@@ -204,7 +210,7 @@ def _swept_keys(path: str, _mtime: int) -> frozenset:
         parsed = OverridesParser.create().parse_overrides(list(hydra_cfg.overrides.task))
         keys = {o.key_or_group for o in parsed if o.is_sweep_override()}
         keys.update(str(k) for k in (OmegaConf.select(hydra_cfg, "sweeper.params") or {}))
-    except Exception:  # an unreadable or unusual file: no keys first
+    except (*YAML_ERRORS, HydraException):  # an unreadable or unusual file: no keys first
         return frozenset()
     return frozenset(keys)
 
@@ -214,7 +220,7 @@ def _task_name(distributed) -> str:
     reported by the config checks, not here)."""
     try:
         role = resolve_role(distributed)
-    except Exception:
+    except (ConfigError, NotImplementedError):
         return ""
     return "" if role.is_chief else role.name
 

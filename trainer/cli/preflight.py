@@ -22,7 +22,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 
-from trainer.cli.paths import override_key, record_swept_keys
+from trainer.cli.paths import YAML_ERRORS, override_key, record_swept_keys
 from trainer.cli.resume import check_resumable, resume_overrides
 from trainer.config.rules import check_writable_dir, validate
 from trainer.data.sources import check_download
@@ -172,7 +172,7 @@ def check_config_dirs(argv: List[str]) -> None:
                 path = os.path.join(root, name)
                 try:
                     OmegaConf.load(path)
-                except Exception as e:
+                except YAML_ERRORS as e:
                     mark = getattr(e, "problem_mark", None)
                     where = f" line {mark.line + 1}" if mark is not None else ""
                     problem = getattr(e, "problem", None) or str(e).strip().splitlines()[0]
@@ -221,6 +221,7 @@ def _exit_2_in_one_line():
         yield
     except ConfigError as e:
         fail(str(e), ConfigError.exit_code)
+    # broad: the checks before a job: any error is one line and exit 2
     except Exception as e:
         fail(one_line(e), ConfigError.exit_code)
 

@@ -7,7 +7,7 @@ from typing import Callable, List, Tuple
 
 from omegaconf import ListConfig, OmegaConf
 
-from trainer.cli.paths import override_key
+from trainer.cli.paths import YAML_ERRORS, override_key
 from trainer.errors import ConfigError
 from trainer.records import PROGRAM_RECORD
 
@@ -35,7 +35,7 @@ def check_resumable(run_dir: str) -> None:
                           "(e.g. outputs/NAME)")
     try:
         loaded = OmegaConf.load(saved)
-    except Exception as e:
+    except YAML_ERRORS as e:
         raise ConfigError(f"resume={run_dir}: {saved} does not parse ({type(e).__name__}); restore it, or start "
                           "the run again with its overrides") from None
     if not isinstance(loaded, ListConfig) or not all(isinstance(o, str) for o in loaded):

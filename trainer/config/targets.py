@@ -34,6 +34,7 @@ def load_callable(path: Any, key: str) -> Callable:
         return path
     try:
         found = hydra.utils.get_method(path) if "." in str(path) else None
+    # broad: importing the user's module runs its code, which may raise anything
     except Exception as e:
         cause = e.__cause__ or e
         raise ConfigError(f"{key}={path}: cannot import it ({type(cause).__name__}: {cause}); "
@@ -82,6 +83,7 @@ def instantiate(entry: Any, key: str) -> Any:
         return entry["_target_"](**{k: v for k, v in entry.items() if k != "_target_"})
     try:
         return hydra.utils.instantiate(entry, _convert_="all")
+    # broad: instantiating runs the user's class or factory, which may raise anything
     except Exception as e:
         cause = e.__cause__ or e
         if isinstance(cause, ConfigError):
@@ -113,6 +115,7 @@ def instantiate_params(params: Any, key: str) -> dict:
         return params
     try:
         return hydra.utils.instantiate(params, _convert_="all")
+    # broad: instantiating runs the user's class or factory, which may raise anything
     except Exception as e:
         raise ConfigError(f"{key}: cannot build an entry with _target_ ({_innermost(e)})") from None
 

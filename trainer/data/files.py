@@ -269,12 +269,13 @@ def check_example(serialized: bytes, features: Dict[str, Feature], where: str) -
       DataError: ``where``, the feature and what is wrong with it.
     """
     # The protobuf alone; TensorFlow is imported already (files are not read ahead: Source.read_ahead).
+    from google.protobuf.message import DecodeError
     from tensorflow.core.example import example_pb2
 
     example = example_pb2.Example()
     try:
         example.ParseFromString(serialized)
-    except Exception as e:
+    except DecodeError as e:
         raise DataError(f"{where}: not a tf.train.Example ({e}); write tf.train.Example records")
     found = example.features.feature
     for name, spec in features.items():

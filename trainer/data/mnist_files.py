@@ -4,6 +4,7 @@
 import gzip
 import os
 import struct
+import zipfile
 import zlib
 from typing import Optional
 
@@ -11,6 +12,10 @@ import numpy as np
 
 from trainer.data.arrays import IMAGE_SHAPE, Arrays, checked_images, checked_labels
 from trainer.errors import DataError, first_line
+
+# What np.load raises for a file that is not a readable .npz/.npy: a cut or damaged zip, a damaged
+# compressed member, an empty file, another format, an unreadable file.
+NPZ_ERRORS = (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError)
 
 IDX_SPLITS = {
     "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
@@ -95,7 +100,7 @@ def load_npz(path: str) -> Arrays:
             arrays = Arrays(f["x_train"], f["y_train"], f["x_test"], f["y_test"])
     except DataError:
         raise
-    except Exception as e:  # zipfile.BadZipFile, ValueError, OSError, EOFError: all "does not parse"
+    except NPZ_ERRORS as e:
         raise DataError(npz_error(path, "data.path", e))
     for name, x, y in (("train", arrays.train_x, arrays.train_y), ("test", arrays.test_x, arrays.test_y)):
         if x.ndim != 3 or x.shape[1:] != IMAGE_SHAPE or len(x) != len(y):

@@ -7,7 +7,7 @@ from typing import Optional
 import numpy as np
 
 from trainer.data.arrays import checked_features, checked_images
-from trainer.data.mnist_files import npz_error, read_idx
+from trainer.data.mnist_files import NPZ_ERRORS, npz_error, read_idx
 from trainer.errors import DataError
 
 
@@ -36,7 +36,7 @@ def load_prediction_input(path: str, like: Optional[np.ndarray]) -> np.ndarray:
                         images = f[name]
         except DataError:
             raise
-        except Exception as e:
+        except NPZ_ERRORS as e:
             raise DataError(npz_error(path, "predict.input", e)) from None
     else:
         images = read_idx(path, "predict.input")

@@ -213,6 +213,7 @@ def launch(cfg, output_dir: str) -> Dict:
                 for task in tasks:
                     _spawn(task, config_path, output_dir)
                 outcome = _supervise(tasks, tasks[dist.num_ps], dist, signals)
+            # broad: whatever ends the launcher (Ctrl-C included), its tasks are stopped; the error goes on
             except BaseException:
                 _stop(tasks)
                 raise

@@ -38,6 +38,7 @@ def importable_name(obj: Any) -> Optional[str]:
         found = importlib.import_module(module)
         for part in qualname.split("."):
             found = getattr(found, part)
+    # broad: importing the program's module runs its code: any error means not importable
     except Exception:
         return None
     return f"{module}.{qualname}" if found is obj else None

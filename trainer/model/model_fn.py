@@ -43,6 +43,7 @@ class ModelFn:
         offered = {"labels": labels, "mode": mode, "params": params, "config": config}
         try:
             result = self.fn(features=features, **{k: v for k, v in offered.items() if k in self.takes})
+        # broad: the user's model_fn may raise anything; it is re-raised, named when labels=None caused it
         except Exception as e:
             if labels is None and mode in (ModeKeys.TRAIN, ModeKeys.EVAL) and "labels" in self.takes and \
                     not isinstance(e, TrainerError):

@@ -33,6 +33,8 @@ def make_warm_start_fn(init_from):
         path = latest
     try:
         stored = dict(tf.train.list_variables(path))
+    # broad: TensorFlow's checkpoint reader raises OpError, IndexError (a cut data file) and
+    # others: any of them means unreadable
     except Exception as e:
         raise ConfigError(f"init_from.checkpoint={path}: cannot read it ({type(e).__name__}); give a checkpoint prefix such as DIR/model.ckpt-1000") from None
     try:

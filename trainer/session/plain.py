@@ -108,8 +108,10 @@ class PlainSession:
                 if self._sess is not None:
                     try:
                         self._close_session()
+                    # broad: closing a session that failed must not hide the preemption being handled
                     except Exception:
                         pass
+            # broad: whatever failed the creation (Ctrl-C included), the half-made session is closed; re-raised
             except BaseException:
                 if self._sess is not None:
                     self._close_session()
@@ -144,12 +146,14 @@ class PlainSession:
             return self._hooked_run(fetches, feed_dict, options, run_metadata)
         except PREEMPTION_ERRORS:
             raise
+        # broad: any error of a step: a thread's error the Coordinator holds is the root cause
         except Exception as original:
             # A thread's error reported to the Coordinator is the root cause: raise that instead.
             try:
                 self._coord.raise_requested_exception()
             except PREEMPTION_ERRORS:
                 raise
+            # broad: the Coordinator's error, if any, is the root cause; else the step's own
             except Exception:
                 raise original from None
             raise

@@ -100,6 +100,7 @@ def _run_job(cfg, hc, swept) -> float:
         # with its step, and running the sweep again resumes it and runs the jobs after it.
         log.error("job %s: %s; the sweep stops here (run it again to go on)", os.path.basename(output_dir), e)
         raise SystemExit(e.exit_code) from None
+    # broad: a failed job of a sweep is recorded and the sweep goes on, whatever the job raised
     except Exception as e:
         reason = describe(e)
         path = os.path.join(output_dir, "metrics.json")

@@ -154,6 +154,7 @@ def _atomic(path: str, **kwargs):
         with open(tmp, "w", **kwargs) as f:
             yield f
         os.replace(tmp, path)
+    # broad: whatever ends the write (Ctrl-C included), the temporary file goes; the error goes on
     except BaseException:
         with contextlib.suppress(OSError):
             os.remove(tmp)

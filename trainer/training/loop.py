@@ -69,6 +69,7 @@ def run_loop(session_factory: Callable, fetches, save_state: Optional[Callable] 
                 at_normal_end(sess)
         except (NanLossError, RecoveryLimitError):
             raise
+        # broad: whatever stopped the loop, the state is saved first; the error goes on
         except Exception:
             _save(save_state, sess)
             raise
@@ -81,6 +82,7 @@ def _save(save_state, sess) -> None:
         return
     try:
         save_state(sess)
+    # broad: a save that fails after an error must not hide that error
     except Exception as e:
         log.warning("could not save a checkpoint after the error (%s: %s)", type(e).__name__,
                     (str(e).splitlines() or [""])[0])

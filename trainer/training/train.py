@@ -202,6 +202,8 @@ def _last_step(ckpt_dir: str, default):
     """The step of the newest checkpoint in ``ckpt_dir`` (``default`` when there is none or it is unreadable)."""
     try:
         return latest_step(ckpt_dir)
+    # broad: TensorFlow's checkpoint reader raises OpError, IndexError (a cut data file) and
+    # others: any of them means unreadable
     except Exception:
         return default
 
@@ -250,6 +252,7 @@ class _Run:
         """:meth:`train`; a failure is recorded in ``metrics.json`` (status, the error, the last step) and raised."""
         try:
             return self.train(start_step)
+        # broad: any failure is recorded in metrics.json, then raised as it was
         except Exception as e:
             # a bad record of a file source (the file and record named), or a checkpoint a full disk refused
             better = input_error(self.arrays, e) or _disk_full(self.cfg.checkpoint.dir, e)

@@ -9,7 +9,7 @@ import numpy as np
 
 from trainer.data.arrays import Arrays, checked_features, checked_labels
 from trainer.data.files import inferred_classes
-from trainer.data.mnist_files import npz_error
+from trainer.data.mnist_files import NPZ_ERRORS, npz_error
 from trainer.data.sources import ArraySource, given
 from trainer.errors import ConfigError, DataError
 
@@ -30,7 +30,7 @@ def _numpy_arrays(path: str) -> dict:
             file = os.path.join(path, k + ".npy")
             try:
                 found[k] = np.load(file, mmap_mode="r", allow_pickle=False)
-            except Exception as e:
+            except NPZ_ERRORS as e:
                 raise DataError(npz_error(file, "data.path", e).replace(" as .npz", " as .npy")) from None
         return found
     try:
@@ -45,7 +45,7 @@ def _numpy_arrays(path: str) -> dict:
             return {k: f[k] for k in NUMPY_KEYS}
     except DataError:
         raise
-    except Exception as e:
+    except NPZ_ERRORS as e:
         raise DataError(npz_error(path, "data.path", e)) from None
 
 
