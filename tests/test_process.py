@@ -52,3 +52,20 @@ def test_set_environment_keeps_what_the_user_set(monkeypatch):
     assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "2"
     set_environment()
     assert os.environ["TF_XLA_FLAGS"] == "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"  # not added twice
+
+
+def test_every_package_of_the_source_tree_is_installed():
+    """pyproject.toml lists its packages one by one: a package dir missing there is missing from a wheel."""
+    import os
+
+    import pytest
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        listed = set(tomllib.load(f)["tool"]["setuptools"]["packages"])
+    found = {"trainer.conf", "trainer.models"}
+    for folder, _, files in os.walk(os.path.join(root, "trainer")):
+        if "__init__.py" in files:
+            found.add(os.path.relpath(folder, root).replace(os.sep, "."))
+    assert found == listed
