@@ -13,15 +13,10 @@ with Estimator's own optimizers.
 import tensorflow as tf
 
 from trainer.estimator import BinaryClassHead, EstimatorSpec, ModeKeys, MultiClassHead, RegressionHead
+from trainer.data.columns import fill_table_columns
+from trainer.estimator.canned import family as canned_family
 from trainer.estimator.canned.columns import build_columns
-from trainer.estimator.canned.baseline import baseline_logits
-from trainer.estimator.canned.dnn import dnn_logits
-from trainer.estimator.canned.linear import linear_logits
 from trainer.errors import ConfigError
-
-ACTIVATIONS = {"relu": tf.nn.relu, "elu": tf.nn.elu, "tanh": tf.nn.tanh, "sigmoid": tf.nn.sigmoid,
-               "leaky_relu": tf.nn.leaky_relu, "selu": tf.nn.selu, "swish": tf.nn.swish}
-COLUMN_LISTS = ("feature_columns", "linear_feature_columns", "dnn_feature_columns")
 
 
 def model_fn(features, labels, mode, params):
@@ -59,42 +54,20 @@ def _head(params, labels):
 
 
 def _logits(features, mode, params, units: int):
-    kind = params["kind"]
-    if kind == "baseline":
-        return baseline_logits(features, units, params.get("weight_column"))[0]
-    lists = {f"model.params.{k}": params[k] for k in COLUMN_LISTS if params.get(k) is not None}
+    """The logits of ``model.params.kind``'s family (``trainer.estimator.canned``), over the columns it reads."""
+    family = canned_family(params["kind"])
+    lists = {f"model.params.{k}": params[k] for k in family.COLUMN_LISTS if params.get(k) is not None}
     try:
         columns = build_columns(lists)
     except ValueError as e:
         raise ConfigError(str(e)) from None
-    features = _checked_features(features, lists)
-    if kind == "linear":
-        return linear_logits(features, units, columns["model.params.feature_columns"],
-                             params.get("sparse_combiner", "sum"))[0]
-    activation = ACTIVATIONS.get(params.get("activation", "relu"))
-    if activation is None:
-        raise ValueError(f"model.params.activation={params.get('activation')!r} is not one of {', '.join(ACTIVATIONS)}")
-    dropout = params.get("dropout") or None
-    for key in ("feature_columns", "dnn_feature_columns") if kind != "linear" else ():
-        _check_dense(columns.get(f"model.params.{key}", ()), key)
-    if kind == "dnn":
-        return dnn_logits(features, mode, units, list(params["hidden_units"]), columns["model.params.feature_columns"],
-                          activation, dropout, bool(params.get("batch_norm")))[0]
-    if kind == "dnn_linear_combined":
-        deep = dnn_logits(features, mode, units, list(params["hidden_units"]),
-                          columns["model.params.dnn_feature_columns"], activation, dropout,
-                          bool(params.get("batch_norm")))[0]
-        wide = linear_logits(features, units, columns["model.params.linear_feature_columns"],
-                             params.get("sparse_combiner", "sum"))[0]
-        return deep + wide
-    raise NotImplementedError(f"model.params.kind={kind!r}: one of dnn, linear, dnn_linear_combined, baseline")
+    return family.logits_from_params(_checked_features(features, lists), mode, params, units, columns)
 
 
-def _check_dense(columns, key: str) -> None:
-    for column in columns:
-        if not hasattr(column, "variable_shape"):
-            raise ConfigError(f"model.params.{key}: {column.name!r} is categorical, which a DNN cannot read as is; add "
-                             f"{{indicator: {column.name}}} (one-hot) or {{embedding: {column.name}, dimension: 8}}")
+def complete_params(params, data, ignore) -> None:
+    """``trainer.model.model_fn.load_data_for``: the null column lists of ``model.params.kind``'s family
+    read off the table, and a null ``label_vocabulary`` from the data's string labels."""
+    fill_table_columns(params, data, canned_family(params["kind"]).COLUMN_LISTS, ignore)
 
 
 def _checked_features(features, lists) -> dict:

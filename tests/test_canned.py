@@ -492,3 +492,17 @@ def test_a_value_outside_a_declared_vocabulary_fails_naming_the_column(make_cfg,
                        "train.max_steps=2",
                        "model.params.feature_columns=[{categorical: workclass, vocabulary: [Private], oov_buckets: 1}]")
     assert run(covered, str(tmp_path / "covered"))["global_step"] == 2
+
+
+def test_the_canned_families_are_the_modules_that_adapt_model_params():
+    """model.params.kind names a module of trainer.estimator.canned with COLUMN_LISTS and
+    logits_from_params; any other name is one line listing them."""
+    from trainer.errors import ConfigError
+    from trainer.estimator import canned
+
+    assert canned.families() == ["baseline", "dnn", "dnn_linear_combined", "linear"]
+    assert canned.family("dnn_linear_combined").COLUMN_LISTS == {"linear_feature_columns": "linear",
+                                                                 "dnn_feature_columns": "dnn"}
+    with pytest.raises(ConfigError, match=r"model.params.kind='wide': one of baseline, dnn, dnn_linear_combined, "
+                                          r"linear$"):
+        canned.family("wide")

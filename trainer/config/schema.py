@@ -113,7 +113,7 @@ class MnistParams(LinearParams):
 class CannedParams:
     """Estimator's canned classifiers and regressors from config (``models/canned.py``)."""
 
-    kind: str = MISSING  # dnn | linear | dnn_linear_combined | baseline
+    kind: str = MISSING  # a family of trainer/estimator/canned: dnn | linear | dnn_linear_combined | baseline
     head: str = "classifier"  # classifier (class-id labels) | regressor (float32 labels: mean squared error)
     num_classes: Optional[int] = None  # null: the data's number of classes
     weight_column: Optional[str] = None  # a feature weighting each example's loss and metrics

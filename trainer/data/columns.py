@@ -14,15 +14,14 @@ ONE_HOT_LIMIT = 50
 VOCABULARY_LIMIT = 100_000
 
 
-def fill_table_columns(params, data, ignore: Sequence[str] = ()) -> None:
-    """A canned model's null column lists (``model.params``) filled with the table's columns, and its
-    null ``label_vocabulary`` with the data's (the names of string labels)."""
-    lists = {"dnn": {"feature_columns": "dnn"}, "linear": {"feature_columns": "linear"},
-             "dnn_linear_combined": {"linear_feature_columns": "linear", "dnn_feature_columns": "dnn"}}
+def fill_table_columns(params, data, lists: Dict[str, str], ignore: Sequence[str] = ()) -> None:
+    """A canned model's null column lists (``lists``: ``model.params`` key -> ``"dnn"`` or ``"linear"``)
+    filled with the table's columns, and its null ``label_vocabulary`` with the data's (the names of
+    string labels)."""
     if params.get("label_vocabulary") is None and getattr(data, "label_vocabulary", None):
         params["label_vocabulary"] = list(data.label_vocabulary)  # string labels: the classes keep their names
     skip = [*ignore, *([params.weight_column] if params.get("weight_column") else [])]
-    for key, role in lists.get(params.get("kind"), {}).items():
+    for key, role in lists.items():
         if params.get(key) is None:
             params[key] = table_columns(data, role, skip)
 

@@ -6,6 +6,7 @@ and ``config`` if it declares them. A function that cannot be called so is a Con
 naming what it takes, before any graph is built.
 """
 
+import importlib
 import logging
 from dataclasses import dataclass
 from typing import Callable, FrozenSet
@@ -13,7 +14,6 @@ from typing import Callable, FrozenSet
 from omegaconf import open_dict
 
 from trainer.config.targets import callable_name, declared_args, instantiate_params, load_callable
-from trainer.data.columns import fill_table_columns
 from trainer.data.sources import load_data, num_classes_of
 from trainer.errors import ConfigError, ContractError, TrainerError, describe
 from trainer.contract import EstimatorSpec, ModeKeys, RunConfig
@@ -21,6 +21,7 @@ from trainer.contract import EstimatorSpec, ModeKeys, RunConfig
 log = logging.getLogger("trainer")
 
 MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
+BUILT_IN_MODELS = "trainer.models."  # the models shipped in models/
 
 
 @dataclass(frozen=True)
@@ -136,9 +137,18 @@ def load_data_for(model_cfg, data_cfg):
                         data_cfg.name)
         with open_dict(params):
             params.num_classes = num_classes_of(data)
-    if "kind" in params and "feature_columns" in params:  # a canned model (models/canned.py)
-        fill_table_columns(params, data, data_cfg.get("ignore") or ())
+    complete = _built_in_completion(model_cfg.fn)
+    if complete is not None:
+        complete(params, data, data_cfg.get("ignore") or ())
     return data
+
+
+def _built_in_completion(fn):
+    """A built-in model's ``complete_params(params, data, ignore)`` (``trainer/models/<name>.py``), which
+    fills what its params leave to the data (the canned models' columns); None for any other model."""
+    if not isinstance(fn, str) or not fn.startswith(BUILT_IN_MODELS):
+        return None
+    return getattr(importlib.import_module(fn.rsplit(".", 1)[0]), "complete_params", None)
 
 
 def make_run_config(cfg, role=None, session_config=None) -> RunConfig:

@@ -96,3 +96,13 @@ class BaselineRegressorV1(BaselineEstimatorV1):
                  loss_reduction=SUM):
         super().__init__(RegressionHeadV1(label_dimension, weight_column, loss_reduction), model_dir, optimizer,
                          config, weight_column)
+
+
+# --- the runner's config: model.params of a canned model (trainer/models/canned.py) -----------------------
+
+COLUMN_LISTS = {}  # it reads no feature columns
+
+
+def logits_from_params(features, mode, params, units: int, columns):
+    """The logits of ``model.params``: one bias per output."""
+    return baseline_logits(features, units, params.get("weight_column"))[0]

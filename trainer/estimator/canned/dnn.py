@@ -19,6 +19,7 @@ from trainer.estimator.canned.base import (SUM, SUM_OVER_BATCH_SIZE, Canned, che
 from trainer.estimator.head import RegressionHead
 from trainer.estimator.head.v1 import RegressionHeadV1, classifier_head_v1
 from trainer.contract import ModeKeys
+from trainer.errors import ConfigError
 
 tf1 = tf.compat.v1
 
@@ -142,3 +143,33 @@ class DNNRegressorV1(DNNEstimatorV1):
         super().__init__(RegressionHeadV1(label_dimension, weight_column, loss_reduction), hidden_units,
                          feature_columns, model_dir, optimizer, activation_fn, dropout, input_layer_partitioner,
                          config, warm_start_from, batch_norm)
+
+
+# --- the runner's config: model.params of a canned model (trainer/models/canned.py) -----------------------
+
+ACTIVATIONS = {"relu": tf.nn.relu, "elu": tf.nn.elu, "tanh": tf.nn.tanh, "sigmoid": tf.nn.sigmoid,
+               "leaky_relu": tf.nn.leaky_relu, "selu": tf.nn.selu, "swish": tf.nn.swish}
+COLUMN_LISTS = {"feature_columns": "dnn"}  # model.params' column lists, and the table's columns each reads when null
+
+
+def activation_of(params):
+    activation = ACTIVATIONS.get(params.get("activation", "relu"))
+    if activation is None:
+        raise ValueError(f"model.params.activation={params.get('activation')!r} is not one of {', '.join(ACTIVATIONS)}")
+    return activation
+
+
+def check_dense(columns, key: str) -> None:
+    """A DNN reads dense columns only: a categorical one is named with its fix."""
+    for column in columns:
+        if not hasattr(column, "variable_shape"):
+            raise ConfigError(f"model.params.{key}: {column.name!r} is categorical, which a DNN cannot read as is; add "
+                              f"{{indicator: {column.name}}} (one-hot) or {{embedding: {column.name}, dimension: 8}}")
+
+
+def logits_from_params(features, mode, params, units: int, columns):
+    """The logits of ``model.params`` (``columns``: the built column lists by ``model.params.<key>``)."""
+    activation = activation_of(params)
+    check_dense(columns.get("model.params.feature_columns", ()), "feature_columns")
+    return dnn_logits(features, mode, units, list(params["hidden_units"]), columns["model.params.feature_columns"],
+                      activation, params.get("dropout") or None, bool(params.get("batch_norm")))[0]

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from trainer.estimator.canned.base import (SUM, SUM_OVER_BATCH_SIZE, Canned, classifier_head, optimizer_of,
                                            optimizer_v1, ps_partitioner, require_columns, require_hidden_units)
-from trainer.estimator.canned.dnn import dnn_logits, network
+from trainer.estimator.canned.dnn import activation_of, check_dense, dnn_logits, network
 from trainer.estimator.canned.linear import linear_logits, linear_model
 from trainer.estimator.head import RegressionHead
 from trainer.estimator.head.v1 import RegressionHeadV1, classifier_head_v1
@@ -172,3 +172,20 @@ class DNNLinearCombinedRegressorV1(DNNLinearCombinedEstimatorV1):
                          linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
                          dnn_hidden_units, dnn_activation_fn, dnn_dropout, input_layer_partitioner, config,
                          linear_sparse_combiner, warm_start_from=warm_start_from, batch_norm=batch_norm)
+
+
+# --- the runner's config: model.params of a canned model (trainer/models/canned.py) -----------------------
+
+# model.params' column lists, and the table's columns each reads when null
+COLUMN_LISTS = {"linear_feature_columns": "linear", "dnn_feature_columns": "dnn"}
+
+
+def logits_from_params(features, mode, params, units: int, columns):
+    """The logits of ``model.params``: the deep part's plus the wide part's."""
+    activation = activation_of(params)
+    check_dense(columns.get("model.params.dnn_feature_columns", ()), "dnn_feature_columns")
+    deep = dnn_logits(features, mode, units, list(params["hidden_units"]), columns["model.params.dnn_feature_columns"],
+                      activation, params.get("dropout") or None, bool(params.get("batch_norm")))[0]
+    wide = linear_logits(features, units, columns["model.params.linear_feature_columns"],
+                         params.get("sparse_combiner", "sum"))[0]
+    return deep + wide

@@ -110,3 +110,14 @@ class LinearRegressorV1(LinearEstimatorV1):
                  config=None, partitioner=None, warm_start_from=None, loss_reduction=SUM, sparse_combiner="sum"):
         super().__init__(RegressionHeadV1(label_dimension, weight_column, loss_reduction), feature_columns,
                          model_dir, optimizer, config, partitioner, sparse_combiner, warm_start_from)
+
+
+# --- the runner's config: model.params of a canned model (trainer/models/canned.py) -----------------------
+
+COLUMN_LISTS = {"feature_columns": "linear"}  # model.params' column lists, and the table's columns each reads when null
+
+
+def logits_from_params(features, mode, params, units: int, columns):
+    """The logits of ``model.params`` (``columns``: the built column lists by ``model.params.<key>``)."""
+    return linear_logits(features, units, columns["model.params.feature_columns"],
+                         params.get("sparse_combiner", "sum"))[0]
