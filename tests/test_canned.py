@@ -130,6 +130,7 @@ def _same_as_estimator(report, model_type):
         assert report["metrics"][key] == pytest.approx(value, rel=2e-3, abs=2e-3), key
 
 
+@pytest.mark.slow
 def test_wide_and_deep_classifier_matches_estimator_names_keys_signatures_and_numbers(census, tmp_path):
     model, report = _run_like_the_program(census, "wide_deep", tmp_path, export=True)
     _same_as_estimator(report, "wide_deep")
@@ -309,6 +310,7 @@ def test_bad_canned_arguments_are_refused_at_construction():
         estimator.DNNLinearCombinedClassifier()
 
 
+@pytest.mark.slow
 def test_bad_labels_and_optimizers_fail_in_one_line_naming_the_fix(census, tmp_path):
     train, _ = census
     wide, _ = build_model_columns()
@@ -334,6 +336,7 @@ CSV_DATA = ["data=csv", "data.train_examples=null", "data.test_examples=null", "
             "eval.every_steps=null", "train.batch_size=64"]
 
 
+@pytest.mark.slow
 def test_a_dnn_classifier_trains_from_config_with_columns_read_off_the_table(make_cfg, census, tmp_path):
     from trainer import run
 
@@ -463,6 +466,7 @@ def test_a_label_vocabulary_short_of_the_classes_names_the_key(make_cfg, census,
         run(cfg, str(tmp_path / "bad"))
 
 
+@pytest.mark.slow
 def test_an_identity_column_smaller_than_its_values_fails_naming_the_column(make_cfg, census, tmp_path):
     """education_num runs 1..16: identity: 5 would fail deep in TensorFlow naming no column."""
     from trainer import run
@@ -478,6 +482,7 @@ def test_an_identity_column_smaller_than_its_values_fails_naming_the_column(make
     assert run(covered, str(tmp_path / "covered"))["global_step"] == 2
 
 
+@pytest.mark.slow
 def test_a_value_outside_a_declared_vocabulary_fails_naming_the_column(make_cfg, census, tmp_path):
     """TensorFlow gives such a value no weight without a word; without oov_buckets it is an error."""
     from trainer import run

@@ -5,6 +5,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 
 
 _IMPORT_EVERYTHING = textwrap.dedent("""
@@ -29,6 +30,7 @@ _IMPORT_EVERYTHING = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_importing_every_module_changes_no_process_state():
     done = subprocess.run([sys.executable, "-c", _IMPORT_EVERYTHING], capture_output=True, text=True, timeout=300,
                           env={"PATH": "/usr/bin:/bin", "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"})
@@ -57,8 +59,6 @@ def test_set_environment_keeps_what_the_user_set(monkeypatch):
 def test_every_package_of_the_source_tree_is_installed():
     """pyproject.toml lists its packages one by one: a package dir missing there is missing from a wheel."""
     import os
-
-    import pytest
 
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
