@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 
+from bench import add_reference_python, check_reference_python
 from bench.census import write_csv
 
 SIDES = ("estimator", "trainer")
@@ -89,16 +90,14 @@ def _summary(rounds) -> dict:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reference-python", default=os.path.join("..", "est215", "bin", "python"))
+    add_reference_python(parser)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--rows", type=int, default=8000, help="training rows (the test table has a quarter)")
     parser.add_argument("--resume-steps", type=int, default=50, help="steps each side adds to the other's model_dir")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args(argv)
-    if not os.path.exists(args.reference_python):
-        raise SystemExit(f"error: --reference-python {args.reference_python} does not exist; make the side "
-                         "environment first (see this module's docstring)")
+    check_reference_python(args)
     result = measure(args)
     for model_type, r in result["models"].items():
         print(model_type, json.dumps(r["summary"]), json.dumps({k: v.get("global_step", v.get("failed"))

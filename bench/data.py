@@ -34,6 +34,7 @@ from trainer.data.sources import load_data
 from trainer.data.sources.fashion_mnist import DEBIAN_FASHION_MNIST
 from trainer.model.model_fn import load_data_for
 from trainer.model.graph import build_graph, single_process
+from bench import write_results
 
 tf1 = tf.compat.v1
 BATCH = 100
@@ -149,9 +150,7 @@ def main(argv=None) -> None:
                                   **{k: round(v[-1], 3) for k, v in row.items()}}), flush=True)
     medians = {name: {k: round(statistics.median(v), 3) for k, v in row.items()} for name, row in samples.items()}
     print(json.dumps(medians, indent=1))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "medians": medians, "samples": samples}, f, indent=1)
+    write_results(args.json, args, medians=medians, samples=samples)
 
 
 if __name__ == "__main__":

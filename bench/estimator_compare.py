@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 
+from bench import add_reference_python, check_reference_python
+
 SIDES = ("estimator", "trainer")
 PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "estimator_program.py")
 
@@ -101,15 +103,13 @@ def measure(args) -> dict:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reference-python", default=os.path.join("..", "est215", "bin", "python"))
+    add_reference_python(parser)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--resume-steps", type=int, default=50, help="steps each side adds to the other's model_dir")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args(argv)
-    if not os.path.exists(args.reference_python):
-        raise SystemExit(f"error: --reference-python {args.reference_python} does not exist; make the side "
-                         "environment first (see this module's docstring)")
+    check_reference_python(args)
     result = measure(args)
     for side in SIDES:
         s = result["summary"][side]

@@ -21,7 +21,6 @@ the table gives each one's median ms per step and its rate relative to the user'
 
 import argparse
 import contextlib
-import json
 import os
 import shutil
 import statistics
@@ -29,6 +28,7 @@ import sys
 import tempfile
 import time
 
+from bench import open_runner_session, write_results
 from bench.overhead import _config
 
 VARIANTS = ("guarded", "no_gradient_norm", "stateful_dropout")
@@ -73,25 +73,11 @@ def _bare(tf, graph):
 
 def _runner(tf, session, args, workdir, stack):
     """The runner's session over its graph with the default hooks, as ``train`` opens it."""
-    from trainer.hooks.assembly import RunParts, make_training_hooks, make_user_hooks
-    from trainer.training.train import hook_cadence
-    from trainer.training.single_process import SingleProcess
-    from trainer.hooks.evaluation import SharedEvaluation
-    from trainer.records import MetricsLog
-    from trainer.session.device import session_config
-    from trainer.session.factory import open_session
-    from trainer.training.preemption import PreemptionHandler
-
     os.makedirs(workdir)
     cfg, graph = _runner_graph(args, workdir, session=session)
     # The graph stays the default until the session is closed: its hooks' end() saves in it.
     stack.enter_context(graph.graph.as_default())
-    parts = RunParts(MetricsLog(os.path.join(workdir, "metrics.jsonl")), PreemptionHandler(),
-                     SharedEvaluation(graph.evaluation))
-    hooks = make_training_hooks(hook_cadence(cfg), graph, make_user_hooks(cfg.hooks, cfg.checkpoint.listeners), parts,
-                                SingleProcess())
-    sess = stack.enter_context(open_session(session, graph.scaffold, hooks.every, hooks.chief,
-                                            cfg.checkpoint.dir, session_config(cfg.device, "cpu")))
+    sess = stack.enter_context(open_runner_session(session, cfg, graph, workdir))
     return graph, lambda: sess.run(graph.train_op)
 
 
@@ -165,9 +151,7 @@ def main(argv=None):
     print(f"{'contender':<18} {'ms/step':>9} {'vs user':>9}")
     for name, r in results.items():
         print(f"{name:<18} {r['ms']:>9.2f} {r['vs_user']:>9.3f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "results": results}, f, indent=2)
+    write_results(args.json, args, results=results)
     return results
 
 

@@ -10,13 +10,13 @@ more than that from run to run.
 """
 
 import argparse
-import json
 import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+from bench import open_runner_session, write_results
 
 
 def _config(model: str, batch: int, examples: int, session: str, output_dir: str, every_steps: int, extra=()):
@@ -43,25 +43,12 @@ def _measure_in(workdir: str, session: str, args) -> dict:
     tf = import_tensorflow()  # first, quietly: the modules below import TensorFlow too
     from trainer.config.rules import prepare
     from trainer.data.sources import load_arrays
-    from trainer.hooks.assembly import RunParts, make_training_hooks, make_user_hooks
-    from trainer.training.train import hook_cadence
-    from trainer.training.single_process import SingleProcess
-    from trainer.hooks.evaluation import SharedEvaluation
     from trainer.model.graph import build_graph
-    from trainer.records import MetricsLog
-    from trainer.session.device import session_config
-    from trainer.session.factory import open_session
-    from trainer.training.preemption import PreemptionHandler
 
     cfg = prepare(_config(args.model, args.batch, args.examples, session, workdir, args.every_steps), workdir)
     graph = build_graph(cfg, load_arrays(cfg.data))
-    metrics = MetricsLog(os.path.join(workdir, "metrics.jsonl"))
     with graph.graph.as_default():
-        parts = RunParts(metrics, PreemptionHandler(), SharedEvaluation(graph.evaluation))
-        hooks = make_training_hooks(hook_cadence(cfg), graph, make_user_hooks(cfg.hooks, cfg.checkpoint.listeners), parts,
-                                SingleProcess())
-        with open_session(session, graph.scaffold, hooks.every, hooks.chief, cfg.checkpoint.dir,
-                          session_config(cfg.device, "cpu")) as sess:
+        with open_runner_session(session, cfg, graph, workdir) as sess:
             raw = sess.raw_session if hasattr(sess, "raw_session") else sess._tf_sess()
             contenders = {"runner": lambda: sess.run(graph.train_op), "bare": lambda: raw.run(graph.train_op)}
             for _ in range(args.warmup):
@@ -109,9 +96,7 @@ def main(argv=None):
     print(f"{'session':<10} {'runner':>9} {'bare':>9} {'overhead':>9} {'bare/runner':>12}")
     for r in results:
         print(f"{r['session']:<10} {r['runner_ms']:>9.3f} {r['bare_ms']:>9.3f} {r['overhead_ms']:>9.3f} {r['ratio']:>12.3f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "results": results}, f, indent=2)
+    write_results(args.json, args, results=results)
     return results
 
 

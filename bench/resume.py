@@ -17,6 +17,7 @@ import tensorflow as tf  # noqa: E402
 
 from trainer.data.pipelines import make_pipeline
 from trainer.data.sources.synthetic import make_synthetic
+from bench import write_results
 
 tf1 = tf.compat.v1
 
@@ -47,9 +48,7 @@ def main(argv=None) -> None:
                "skip_secs": round(first_batch_secs(arrays, step, args.batch, args.examples - 1), 3)}
         rows.append(row)
         print(json.dumps(row), flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "rows": rows}, f, indent=1)
+    write_results(args.json, args, rows=rows)
 
 
 if __name__ == "__main__":

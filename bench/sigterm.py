@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 
+from bench import write_results
+
 TRAIN = [sys.executable, "-c", "from trainer.cli import main; main()"]
 
 
@@ -70,9 +72,7 @@ def main(argv=None) -> None:
                "hung": sum(t["exit_secs"] is None for t in tries),
                "not_preempted": sum(t.get("status") != "preempted" for t in tries)}
     print(json.dumps(summary), flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "summary": summary, "tries": tries}, f, indent=1)
+    write_results(args.json, args, summary=summary, tries=tries)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from bench import write_results
 
 COMMAND = ["model=mnist", "data=fashion_mnist", "train.max_steps=3", "log.progress=off", "eval.every_steps=null",
            "hooks=minimal"]
@@ -55,9 +56,7 @@ def main(argv=None) -> None:
     medians = {tree: {k: round(statistics.median(s[k] for s in rows), 3) for k in rows[0]}
                for tree, rows in samples.items()}
     print(json.dumps(medians, indent=1))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "medians": medians, "samples": samples}, f, indent=1)
+    write_results(args.json, args, medians=medians, samples=samples)
 
 
 if __name__ == "__main__":
