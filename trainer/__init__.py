@@ -31,11 +31,11 @@ Nothing here imports TensorFlow.
 """
 
 import os
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Iterator, Optional
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-__all__ = ["run"]
+__all__ = ["predictions", "run"]
 
 
 def run(cfg, workdir: str, on_accepted: Optional[Callable[[], None]] = None) -> Dict:
@@ -70,6 +70,26 @@ def run(cfg, workdir: str, on_accepted: Optional[Callable[[], None]] = None) -> 
     reads_data = source_of(cfg.data).read_ahead and (role.kind == "none" or (role.distributed and role.job != "ps"))
     with loading_ahead(cfg.data, load_arrays) if reads_data else contextlib.nullcontext():
         return _run(cfg, workdir, role, on_accepted)
+
+
+def predictions(cfg, workdir: str, checkpoint: str) -> Iterator[Dict]:
+    """The predictions of ``checkpoint`` (a prefix) batch by batch, in input order, for a caller that
+    takes them as they come (``Estimator.predict``): ``cfg`` (``mode=predict``) checked as :func:`run`
+    checks it; nothing is written. A batch is a dict of arrays, a ``BareTensor`` for a model_fn that
+    predicts one tensor.
+
+    Raises:
+      trainer.errors.TrainerError: a failure explained in one line, with its exit status.
+    """
+    from trainer.config.rules import prepare
+    from trainer.process import import_tensorflow, set_environment
+
+    set_environment()  # before TensorFlow is imported (no effect once it is)
+    cfg = prepare(cfg, os.path.abspath(workdir))
+    import_tensorflow(cfg.log.tf_verbose)
+    from trainer.modes.predict import predicted_batches
+
+    yield from predicted_batches(cfg, checkpoint)
 
 
 def _run(cfg, workdir: str, role, on_accepted) -> Dict:

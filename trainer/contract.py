@@ -107,3 +107,8 @@ class ServingInputReceiver(NamedTuple):
     features: Any
     receiver_tensors: Any
     receiver_tensors_alternatives: Optional[Any] = None
+
+
+class BareTensor(dict):
+    """A batch of a model_fn that predicts one tensor rather than a dict: the tensor under ``predictions``
+    (``Estimator.predict`` yields its rows bare, as Estimator did; a dict with one key stays a dict)."""

@@ -21,7 +21,7 @@ from trainer.estimator.plan import Call
 from trainer.estimator.resume_record import write_record
 from trainer.estimator.run_config import RunConfig
 from trainer.model.model_fn import MODEL_FN_ARGS, ModelFn
-from trainer.contract import ModeKeys
+from trainer.contract import BareTensor, ModeKeys
 
 log = logging.getLogger("trainer")
 
@@ -167,15 +167,9 @@ class Estimator:
                 checkpoint_path: Optional[str] = None, yield_single_examples: bool = True):
         """Yield the predictions of a checkpoint (default the newest) for ``input_fn``'s features, in input
         order: one dict (or value) per example, or per batch with ``yield_single_examples=False``."""
-        from trainer.config.rules import prepare
-        from trainer.modes.predict import BareTensor, predicted_batches
-        from trainer.process import set_environment
-
         path = self._checkpoint(checkpoint_path)
-        set_environment()
         call = self._call({"mode": "predict", "predict.input_fn": self._input(input_fn)}, ModeKeys.PREDICT, hooks)
-        cfg = prepare(call.config(), self._model_dir)
-        for batch in predicted_batches(cfg, path):
+        for batch in _runner.predictions(call.config(), self._model_dir, path):
             keys = _keys(batch, predict_keys)
             single = isinstance(batch, BareTensor) and not predict_keys
             if not yield_single_examples:

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from trainer.config.targets import load_callable
 from trainer.errors import ConfigError
-from trainer.contract import ModeKeys
+from trainer.contract import BareTensor, ModeKeys
 from trainer.data.files import FileSource
 from trainer.data.pipelines import make_eval_input, make_input_fn_pipeline, make_pipeline
 from trainer.data.predict_input import load_prediction_input
@@ -74,11 +74,6 @@ def _output_path(cfg, workdir: str, data) -> str:
     if os.path.exists(out) and out != os.path.abspath(default) and not cfg.predict.overwrite:
         raise ConfigError(f"predict.output={out} exists; set predict.overwrite=true to replace it, or name another file")
     return out
-
-
-class BareTensor(dict):
-    """A batch of a model_fn that predicts one tensor rather than a dict: the tensor under ``predictions``
-    (``Estimator.predict`` yields its rows bare, as Estimator did; a dict with one key stays a dict)."""
 
 
 def predicted_batches(cfg, path: str, data=None) -> Iterator[Dict[str, np.ndarray]]:
