@@ -352,6 +352,11 @@ def validate(cfg) -> None:
     _check_model_shapes(cfg.model)
 
 
+def checkpoint_dir_for(ckpt_dir, workdir: str) -> str:
+    """A run's checkpoint dir: ``checkpoint.dir`` made absolute, else ``checkpoints/`` in its run dir."""
+    return os.path.abspath(os.path.expanduser(os.path.join(workdir, "checkpoints") if ckpt_dir is None else ckpt_dir))
+
+
 def prepare(cfg, workdir: str):
     """A copy of ``cfg`` with the run-dependent defaults filled in (``checkpoint.dir`` inside
     ``workdir``; any checkpoint.dir made absolute) and every rule checked.
@@ -363,5 +368,5 @@ def prepare(cfg, workdir: str):
     if cfg.checkpoint.dir is None:
         cfg.checkpoint.dir = os.path.join(workdir, "checkpoints")
     validate(cfg)
-    cfg.checkpoint.dir = os.path.abspath(os.path.expanduser(cfg.checkpoint.dir))
+    cfg.checkpoint.dir = checkpoint_dir_for(cfg.checkpoint.dir, workdir)
     return cfg

@@ -14,6 +14,7 @@ import time
 from omegaconf import OmegaConf
 
 import trainer
+from trainer.config.rules import checkpoint_dir_for, prepare
 from trainer.errors import ConfigError, Preempted, describe, fail
 from trainer.records import failure_record, read_json, write_json
 from trainer.tracking import track
@@ -58,7 +59,6 @@ def _finished_already(cfg, output_dir: str):
     if read_json(os.path.join(output_dir, "metrics.json")).get("status") != "finished":
         return None
     from trainer.checkpoints.guard import finished_run
-    from trainer.config.rules import prepare
 
     cfg = prepare(cfg, output_dir)
     return finished_run(cfg.checkpoint.dir, cfg.train.max_steps, output_dir)
@@ -92,7 +92,7 @@ def _run_job(cfg, hc, swept) -> float:
             log.info("job %s finished already at step %s: skipped", os.path.basename(output_dir), done.get("global_step"))
             return done.get("objective_value")
         result = trainer.run(cfg, output_dir)
-        checkpoints = os.path.expanduser(cfg.checkpoint.dir or os.path.join(output_dir, "checkpoints"))  # as prepare()
+        checkpoints = checkpoint_dir_for(cfg.checkpoint.dir, output_dir)
         write_hparams(output_dir, list(hc.overrides.task), os.path.join(checkpoints, "eval"), swept, result)
         return result.get("objective_value")
     except Preempted as e:
