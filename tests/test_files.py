@@ -14,6 +14,9 @@ from helpers import read_jsonl, weights
 from trainer import run
 from trainer.config.rules import prepare
 from trainer.data import files as file_data, pipelines
+from trainer.data.csv_files import csv_columns
+from trainer.data.features import Feature
+from trainer.data.tfrecord_files import check_example
 from trainer.data.sources import load_data
 from trainer.errors import CheckpointError, ConfigError, DataError
 
@@ -81,7 +84,7 @@ def _stream(cfg, step, batches, replicas=(1, 0), key="id", ignored=("image",)):
     source = load_data(cfg.data)
     with tf.Graph().as_default():
         spec = dict(source.features)
-        spec.setdefault("id", file_data.Feature("id", (), "int64"))
+        spec.setdefault("id", Feature("id", (), "int64"))
         source.features = spec
         p = pipelines.make_file_pipeline(source, 16, True, None, seed=3, replicas=replicas, ignored=ignored)
         with tf1.Session() as sess:
@@ -479,7 +482,7 @@ def test_csv_column_types_are_logged_and_a_mostly_numeric_column_is_refused(tmp_
     clean = tmp_path / "clean.csv"
     clean.write_text("age,score,kind,label\n" + "\n".join(rows) + "\n")
     with caplog.at_level("INFO", logger="trainer.data.files"):
-        columns = file_data.csv_columns(str(clean), {})
+        columns = csv_columns(str(clean), {})
     assert {n: c.dtype for n, c in columns.items()} == {"age": "int64", "score": "float32", "kind": "string",
                                                         "label": "int64"}
     assert "age int64, score float32, kind string, label int64" in caplog.text
@@ -488,8 +491,8 @@ def test_csv_column_types_are_logged_and_a_mostly_numeric_column_is_refused(tmp_
     mixed.write_text("age,score,kind,label\n" + "\n".join(rows) + "\n")
     with pytest.raises(DataError, match=r"mixed.csv:19: column 'score' is 'unknown', not a number, while 39 of its "
                                         r"first 40 values are numbers; .* data.features.score.dtype=string"):
-        file_data.csv_columns(str(mixed), {})
-    declared = file_data.csv_columns(str(mixed), {"score": file_data.Feature("score", (), "string")})
+        csv_columns(str(mixed), {})
+    declared = csv_columns(str(mixed), {"score": Feature("score", (), "string")})
     assert declared["score"].dtype == "string"
 
 
@@ -497,7 +500,7 @@ def test_a_csv_file_saved_with_a_utf8_bom_reads_its_first_column_by_name(tmp_pat
     """Excel's "CSV UTF-8" starts the file with a byte order mark: it is not part of the first name."""
     path = tmp_path / "excel.csv"
     path.write_bytes("\ufeffage,label\n".encode("utf-8") + b"".join(b"%d,%d\n" % (i, i % 2) for i in range(12)))
-    assert list(file_data.csv_columns(str(path), {})) == ["age", "label"]
+    assert list(csv_columns(str(path), {})) == ["age", "label"]
 
 
 def test_a_csv_training_batch_larger_than_its_rows_is_refused(make_cfg, tmp_path):
@@ -597,10 +600,10 @@ def test_a_csv_header_name_feature_columns_refuse_is_named_with_its_fix(make_cfg
 
 def test_a_record_that_is_not_an_example_is_named():
     """check_example: bytes that do not parse as a tf.train.Example are one DataError naming where."""
-    features = {"x": file_data.Feature("x", (2,))}
+    features = {"x": Feature("x", (2,))}
     good = tf.train.Example(features=tf.train.Features(feature={
         "x": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0, 2.0]))})).SerializeToString()
-    file_data.check_example(good, features, "a.tfrecord record 0")
+    check_example(good, features, "a.tfrecord record 0")
     with pytest.raises(DataError,
                        match=r"a.tfrecord record 1: not a tf.train.Example \(.*\); write tf.train.Example records"):
-        file_data.check_example(b"\x0a\xff\xff\xff", features, "a.tfrecord record 1")
+        check_example(b"\x0a\xff\xff\xff", features, "a.tfrecord record 1")

@@ -7,7 +7,8 @@ linear one it is used as is. No TensorFlow here."""
 
 from typing import Dict, List, Sequence
 
-from trainer.data.files import FileSource, csv_rows
+from trainer.data.csv_files import csv_rows
+from trainer.data.files import FileSource
 from trainer.errors import DataError
 
 ONE_HOT_LIMIT = 50

@@ -19,88 +19,26 @@ Bad data gets one line naming the file and the record: a cheap check of the firs
 TensorFlow runs, and, when an input op fails during a run, a scan of the files in Python that
 finds the first record that breaks the spec (:meth:`FileSource.diagnose`).
 """
-
-import contextlib
-import csv
 import glob
-import gzip
 import logging
 import math
 import os
 import re
-import struct
-import zlib
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from omegaconf import OmegaConf
 
+from trainer.data.csv_files import check_csv_row, check_one_line, csv_columns, csv_number, csv_rows, reads_as
+from trainer.data.features import Feature, inferred_classes, parse_features
+from trainer.data.tfrecord_files import check_example, example_values, tfrecord_records
 from trainer.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
-DTYPES = ("uint8", "int64", "int32", "float32", "string")
-ENCODINGS = (None, "raw", "png", "jpeg", "image")
 CYCLE_LENGTH = 4  # files read at once, record by record
 DEFAULT_SHUFFLE_BUFFER = 10_000
-
-
-@dataclass(frozen=True)
-class Feature:
-    """One feature of a record: a fixed shape and dtype; bytes decoded by ``encoding`` (raw: the
-    array's bytes; png/jpeg/image: an encoded image); or of variable length (a SparseTensor)."""
-
-    name: str
-    shape: Tuple[int, ...] = ()
-    dtype: str = "float32"
-    encoding: Optional[str] = None
-    var_len: bool = False
-    default: Optional[object] = None
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape)) if self.shape else 1
-
-    @property
-    def stored(self) -> str:
-        """The tf.train.Feature list it is stored in: bytes_list, int64_list or float_list."""
-        if self.encoding or self.dtype == "string":
-            return "bytes_list"
-        return "float_list" if self.dtype == "float32" else "int64_list"
-
-
-def parse_features(spec, key: str = "data.features") -> Dict[str, Feature]:
-    """``data.features`` ({name: {shape, dtype, encoding, var_len, default}}) as Features.
-
-    Raises:
-      ConfigError: an unknown dtype or encoding, a bad shape, or an unknown entry.
-    """
-    features = {}
-    for name, entry in (spec or {}).items():
-        entry = dict(entry or {})
-        unknown = set(entry) - {"shape", "dtype", "encoding", "var_len", "default"}
-        if unknown:
-            raise ConfigError(f"{key}.{name}: unknown entries {sorted(unknown)}; give shape, dtype, encoding, var_len, default")
-        shape = entry.get("shape", [])
-        if not isinstance(shape, (list, tuple)) or not all(isinstance(d, int) and d > 0 for d in shape):
-            raise ConfigError(f"{key}.{name}.shape={shape}: give a list of positive sizes, e.g. [32, 32, 3] ([] for a scalar)")
-        dtype = str(entry.get("dtype", "float32"))
-        if dtype not in DTYPES:
-            raise ConfigError(f"{key}.{name}.dtype={dtype}: use one of {', '.join(DTYPES)}")
-        encoding = entry.get("encoding")
-        if encoding not in ENCODINGS:
-            raise ConfigError(f"{key}.{name}.encoding={encoding}: use raw (the array's bytes), png, jpeg, image or null")
-        if encoding in ("png", "jpeg", "image") and (len(shape) != 3 or dtype != "uint8"):
-            raise ConfigError(f"{key}.{name}: an encoded image needs shape [H, W, C] and dtype uint8")
-        if encoding == "raw" and dtype == "string":
-            raise ConfigError(f"{key}.{name}: encoding raw needs a numeric dtype (the bytes of a uint8, int64 or float32 array)")
-        if not encoding and dtype == "uint8":
-            raise ConfigError(f"{key}.{name}: tf.train.Example stores no uint8 list; give dtype int64, or encoding raw "
-                              "for bytes")
-        features[name] = Feature(name, tuple(shape), dtype, encoding, bool(entry.get("var_len", False)),
-                                 entry.get("default"))
-    return features
 
 
 def list_files(pattern, key: str) -> List[str]:
@@ -121,107 +59,7 @@ def list_files(pattern, key: str) -> List[str]:
     return files
 
 
-# --- counting and reading records in Python ----------------------------------------------------
-
-
-def _opener(path: str, compression: Optional[str]):
-    if compression == "GZIP":
-        return gzip.open(path, "rb")
-    return open(path, "rb")
-
-
-def _crc32c_table() -> List[int]:
-    table = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_CRC32C = _crc32c_table()
-
-
-def _masked_crc32c(data: bytes) -> int:
-    """TFRecord's checksum: CRC-32C, masked (rotated and offset)."""
-    crc = 0xFFFFFFFF
-    for byte in data:
-        crc = _CRC32C[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    crc ^= 0xFFFFFFFF
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-_GZIP_MAGIC = b"\x1f\x8b"
-
-
-def _not_tfrecord(path: str, index: int, header: bytes, compression: Optional[str]) -> DataError:
-    if index == 0 and header.startswith(_GZIP_MAGIC) and compression != "GZIP":
-        return DataError(f"{path}: the file is GZIP-compressed; set data.compression=GZIP")
-    return DataError(f"{path}: record {index}'s header fails its checksum: not a TFRecord file, or damaged there"
-                     f"{' (or compressed: set data.compression)' if index == 0 and not compression else ''}; "
-                     "rewrite the file or take it out of the glob")
-
-
-def tfrecord_records(path: str, compression: Optional[str] = None, payloads: bool = True, checksums: bool = False):
-    """Yield each record's payload (or its length) of a TFRecord file, checking the framing: each
-    header's checksum, and with ``checksums`` each payload's (in Python: for a diagnosis, not for
-    reading a whole dataset).
-
-    Raises:
-      DataError: the file is not TFRecord (or compressed otherwise than ``compression`` says), ends
-        inside a record (truncated), or a record fails its checksum (damaged).
-    """
-    try:
-        yield from _framed_records(path, compression, payloads, checksums)
-    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-        if isinstance(e, EOFError):
-            raise DataError(f"{path}: the {compression} stream ends early (the file is truncated); rewrite the file") \
-                from None
-        raise DataError(f"{path}: not a {compression} file ({e}); fix data.compression (none, GZIP or ZLIB)") from None
-
-
-def _framed_records(path: str, compression: Optional[str], payloads: bool, checksums: bool):
-    if compression == "ZLIB":
-        with open(path, "rb") as f:
-            data = zlib.decompress(f.read())
-        import io
-        handle = io.BytesIO(data)
-    else:
-        handle = _opener(path, compression)
-    with handle as f:
-        size = None if compression else os.fstat(f.fileno()).st_size
-        index = 0
-        while True:
-            header = f.read(12)
-            if not header:
-                return
-            if len(header) < 12:
-                raise DataError(f"{path}: record {index} is truncated (the file ends in its header); rewrite the file")
-            (length,) = struct.unpack("<Q", header[:8])
-            if _masked_crc32c(header[:8]) != struct.unpack("<I", header[8:])[0]:
-                raise _not_tfrecord(path, index, header, compression)
-            if size is not None and f.tell() + length + 4 > size:
-                raise DataError(f"{path}: record {index} is truncated ({size - f.tell()} of {length + 4} bytes); "
-                                "rewrite the file")
-            if payloads:
-                body, footer = f.read(length), f.read(4)
-                if len(body) < length or len(footer) < 4:
-                    raise DataError(f"{path}: record {index} is truncated ({len(body)} of {length} bytes); rewrite the file")
-                if checksums and _masked_crc32c(body) != struct.unpack("<I", footer)[0]:
-                    raise DataError(f"{path}: record {index} fails its checksum (the file is damaged there); rewrite "
-                                    "the file, or take it out of the glob")
-                yield body
-            else:
-                if compression:
-                    skipped = len(f.read(length + 4))
-                else:
-                    f.seek(length + 4, os.SEEK_CUR)
-                    skipped = length + 4
-                if skipped < length + 4:
-                    raise DataError(f"{path}: record {index} is truncated; rewrite the file")
-                yield length
-            index += 1
+# --- counting records in Python -----------------------------------------------------------------
 
 
 def _record_marks(kind: str, path: str, compression: Optional[str] = None):
@@ -250,224 +88,6 @@ def holds_records(kind: str, paths: Sequence[str], at_least: int = 1, compressio
             if found >= at_least:
                 return True
     return False
-
-
-def _example_values(serialized: bytes) -> Dict[str, list]:
-    """Each feature of a serialized ``tf.train.Example`` as a list of its values."""
-    from tensorflow.core.example import example_pb2
-
-    example = example_pb2.Example()
-    example.ParseFromString(serialized)
-    return {name: list(getattr(f, f.WhichOneof("kind")).value) for name, f in example.features.feature.items()
-            if f.WhichOneof("kind")}
-
-
-def check_example(serialized: bytes, features: Dict[str, Feature], where: str) -> None:
-    """Check one serialized ``tf.train.Example`` against the spec, in Python.
-
-    Raises:
-      DataError: ``where``, the feature and what is wrong with it.
-    """
-    # The protobuf alone; TensorFlow is imported already (files are not read ahead: Source.read_ahead).
-    from google.protobuf.message import DecodeError
-    from tensorflow.core.example import example_pb2
-
-    example = example_pb2.Example()
-    try:
-        example.ParseFromString(serialized)
-    except DecodeError as e:
-        raise DataError(f"{where}: not a tf.train.Example ({e}); write tf.train.Example records")
-    found = example.features.feature
-    for name, spec in features.items():
-        if name not in found:
-            if spec.var_len or spec.default is not None:
-                continue
-            raise DataError(f"{where}: no feature {name!r} (it has {sorted(found)}); fix data.features or the records")
-        kind = found[name].WhichOneof("kind")
-        if kind != spec.stored:
-            raise DataError(f"{where}: feature {name!r} is a {kind}, the spec ({spec.dtype}"
-                            f"{', ' + spec.encoding if spec.encoding else ''}) reads a {spec.stored}; fix data.features.{name}")
-        values = getattr(found[name], kind).value
-        if spec.var_len:
-            continue
-        if spec.encoding == "raw":
-            want = spec.size * np.dtype(spec.dtype).itemsize
-            got = len(values[0]) if len(values) == 1 else None
-            if got != want:
-                raise DataError(f"{where}: feature {name!r} holds {got if got is not None else len(values)} "
-                                f"{'bytes' if got is not None else 'byte strings'}, the spec {list(spec.shape)} "
-                                f"{spec.dtype} needs {want} bytes; fix data.features.{name}")
-        elif spec.encoding:
-            if len(values) != 1:
-                raise DataError(f"{where}: feature {name!r} holds {len(values)} byte strings, an encoded image is one")
-            _check_image(values[0], spec, where)
-        elif len(values) != spec.size:
-            raise DataError(f"{where}: feature {name!r} holds {len(values)} values, the spec's shape {list(spec.shape)} "
-                            f"needs {spec.size}; fix data.features.{name}.shape")
-
-
-_IMAGE_MAGIC = {b"\x89PNG\r\n\x1a\n": "png", b"\xff\xd8\xff": "jpeg", b"GIF8": "gif", b"BM": "bmp", b"RIFF": "webp"}
-
-
-def _check_image(data: bytes, spec: "Feature", where: str) -> None:
-    """An encoded image: a known format, and a PNG's size (from its header) the spec's."""
-    kind = next((k for magic, k in _IMAGE_MAGIC.items() if data.startswith(magic)), None)
-    if kind is None:
-        raise DataError(f"{where}: feature {spec.name!r} is not an encoded image (PNG, JPEG, GIF, BMP or WebP: it "
-                        f"starts {data[:8]!r}); fix the records, or data.features.{spec.name}.encoding")
-    if kind == "png" and len(data) >= 24 and data[12:16] == b"IHDR":
-        width, height = struct.unpack(">II", data[16:24])
-        if [height, width] != list(spec.shape[:2]):
-            raise DataError(f"{where}: feature {spec.name!r} is a {width}x{height} PNG, the spec's shape "
-                            f"{list(spec.shape)} needs {spec.shape[1]}x{spec.shape[0]}; fix data.features.{spec.name}.shape "
-                            "or the images")
-
-
-# Classes counted from the labels (the largest plus one) beyond this are taken for a bad label.
-MAX_INFERRED_CLASSES = 100_000
-
-
-def inferred_classes(largest: int, where: str) -> int:
-    """The number of classes of labels whose largest is ``largest``: that plus one.
-
-    Raises:
-      DataError: more than :data:`MAX_INFERRED_CLASSES` (a label such as 10**9 would make a model
-        with a class per id up to it).
-    """
-    count = max(int(largest) + 1, 1)
-    if count > MAX_INFERRED_CLASSES:
-        raise DataError(f"{where}: a label of {int(largest)} makes {count} classes (the largest label plus one); "
-                        f"give class ids 0..N-1, or set data.num_classes if there really are more than "
-                        f"{MAX_INFERRED_CLASSES}")
-    return count
-
-
-# --- CSV -------------------------------------------------------------------------------------
-
-
-# What tf.io.decode_csv reads as an integer and as a number (checked against it on TF 2.21): Python's
-# int() and float() take more (``1_000``, digits of other scripts), which TensorFlow refuses mid-run.
-_INTEGER = re.compile(r"[ \t]*[+-]?[0-9]+[ \t]*\Z")
-_NUMBER = re.compile(r"[ \t]*[+-]?(?:[0-9]+\.?[0-9]*(?:e[+-]?[0-9]+)?|\.[0-9]+(?:e[+-]?[0-9]+)?|0x[0-9a-f]+"
-                     r"|inf(?:inity)?|nan)[ \t]*\Z", re.I | re.A)
-_INTEGER_BITS = {"int64": 64, "int32": 32}
-
-
-def reads_as(value: str, dtype: str) -> bool:
-    """Whether TensorFlow's CSV parser reads ``value`` as ``dtype`` (an integer in its range, a number)."""
-    if dtype in _INTEGER_BITS:
-        bits = _INTEGER_BITS[dtype]
-        return bool(_INTEGER.match(value)) and -2 ** (bits - 1) <= int(value) < 2 ** (bits - 1)
-    if dtype == "float32":
-        return bool(_NUMBER.match(value))
-    return True
-
-
-def csv_number(value) -> float:
-    """A CSV value :func:`reads_as` float32, as TensorFlow reads it (hexadecimal included); a number as it is."""
-    if not isinstance(value, str):
-        return float(value)
-    text = value.strip()
-    return float.fromhex(text) if "x" in text.lower() else float(text)
-
-
-@contextlib.contextmanager
-def csv_rows(path: str):
-    """A ``csv.reader`` over ``path``; a file that is not CSV text fails in one line naming it.
-
-    Raises:
-      DataError: the file is not UTF-8 text, or not CSV.
-    """
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as f:  # a UTF-8 BOM (Excel's "CSV UTF-8") is not a name
-            yield csv.reader(f)
-    except UnicodeDecodeError as e:
-        raise DataError(f"{path}: not UTF-8 text (byte {e.start} is {e.object[e.start:e.start + 1]!r}); data=csv reads "
-                        "comma-separated text files: check data.train_files and data.eval_files") from None
-    except csv.Error as e:
-        raise DataError(f"{path}: not CSV ({e}); data=csv reads comma-separated text files") from None
-
-
-def csv_columns(path: str, given: Dict[str, Feature], sample_rows: int = 100) -> Dict[str, Feature]:
-    """The columns of a CSV file, in order: named by its header, typed by ``given`` or by its first
-    rows (int64 when every value is an integer, float32 when a number, else string). The inferred
-    types are logged; a column whose sampled values are mostly numbers but not all is refused, naming
-    the first value that is not, since reading it as strings would change the model without a word.
-
-    Raises:
-      DataError, ConfigError: naming the file, the column and the line.
-    """
-    with csv_rows(path) as reader:
-        header = next(reader, None)
-        rows, line = [], reader.line_num
-        for _, row in zip(range(sample_rows), reader):
-            check_one_line(row, header or [], f"{path}:{line + 1}")
-            rows.append((reader.line_num, row))
-            line = reader.line_num
-    if not header:
-        raise DataError(f"{path}: empty, no header line; CSV files need a header naming the columns")
-    _check_header(header, path)
-    unknown = set(given) - set(header)
-    if unknown:
-        raise ConfigError(f"data.features: {sorted(unknown)} are not columns of {path} ({', '.join(header)})")
-    columns = {}
-    for i, name in enumerate(header):
-        columns[name] = given[name] if name in given else Feature(name, (), _inferred(path, name, i, rows))
-    inferred = [f"{name} {columns[name].dtype}" for name in header if name not in given]
-    if inferred:
-        log.info("data=csv: column types read off the first %d rows of %s: %s (data.features.NAME.dtype sets one)",
-                 len(rows), path, ", ".join(inferred))
-    return columns
-
-
-def _check_header(header: List[str], path: str) -> None:
-    """Each column named, once."""
-    for i, name in enumerate(header):
-        if not name.strip():
-            raise DataError(f"{path}:1: column {i + 1} of the header has no name; name every column")
-        if name in header[:i]:
-            raise DataError(f"{path}:1: the header names column {name!r} twice (columns {header.index(name) + 1} and "
-                            f"{i + 1}); give each column its own name")
-
-
-def check_one_line(row: List[str], header: List[str], where: str) -> None:
-    """A row is one line of text: TensorFlow's CSV reader splits at every line break, quoted or not."""
-    for i, value in enumerate(row):
-        if "\n" in value or "\r" in value:
-            name = header[i] if i < len(header) else f"field {i + 1}"
-            raise DataError(f"{where}: the quoted value of column {name!r} runs over more than one line, and "
-                            "TensorFlow reads a CSV file one line per row; remove the line breaks inside the quotes")
-
-
-def _inferred(path: str, name: str, index: int, rows: List[Tuple[int, List[str]]]) -> str:
-    values = [(line, row[index]) for line, row in rows if index < len(row) and row[index] != ""]
-    if values and all(reads_as(v, "int64") for _, v in values):
-        return "int64"
-    numbers = [v for _, v in values if reads_as(v, "float32")]
-    if values and len(numbers) == len(values):
-        return "float32"
-    if len(numbers) >= 0.9 * len(values) and len(values) >= 10:
-        line, value = next((line, v) for line, v in values if not reads_as(v, "float32"))
-        raise DataError(
-            f"{path}:{line}: column {name!r} is {value!r}, not a number, while {len(numbers)} of its first "
-            f"{len(values)} values are numbers; if it is a number column, fix those rows (an empty cell takes "
-            f"data.features.{name}.default) and set data.features.{name}.dtype=float32; if it is a category, set "
-            f"data.features.{name}.dtype=string")
-    return "string"
-
-
-def check_csv_row(row: List[str], columns: Dict[str, Feature], where: str) -> None:
-    if len(row) != len(columns):
-        raise DataError(f"{where}: {len(row)} fields, the header has {len(columns)} columns; fix the row")
-    for value, spec in zip(row, columns.values()):
-        if value == "" and spec.default is None:
-            raise DataError(f"{where}: column {spec.name!r} is empty; fill it, or give data.features.{spec.name}.default")
-        if value and spec.dtype in ("int64", "int32") and not reads_as(value, spec.dtype):
-            raise DataError(f"{where}: column {spec.name!r} is {value!r}, not an integer TensorFlow reads as "
-                            f"{spec.dtype} (ASCII digits, an optional sign); fix the row or data.features.{spec.name}.dtype")
-        if value and spec.dtype == "float32" and not reads_as(value, "float32"):
-            raise DataError(f"{where}: column {spec.name!r} is {value!r}, not a number; fix the row or "
-                            f"data.features.{spec.name}.dtype")
 
 
 # --- the source ------------------------------------------------------------------------------
@@ -582,7 +202,7 @@ class FileSource:
                 check_example(record, self.features, where)
                 self._check_label_record(record, where)
                 if numbers:
-                    self._check_numbers(_example_values(record), where)
+                    self._check_numbers(example_values(record), where)
             return
         with csv_rows(path) as reader:
             next(reader, None)

@@ -14,7 +14,8 @@ import numpy as np
 import tensorflow as tf
 
 from trainer.config.targets import callable_name, declared_args, load_callable
-from trainer.data.files import CYCLE_LENGTH, DEFAULT_SHUFFLE_BUFFER, Feature, FileSource
+from trainer.data.features import Feature
+from trainer.data.files import CYCLE_LENGTH, DEFAULT_SHUFFLE_BUFFER, FileSource
 from trainer.errors import ConfigError, ContractError, DataError, NanLossError
 from trainer.contract import ModeKeys
 

@@ -8,7 +8,7 @@ from typing import Optional
 import numpy as np
 
 from trainer.data.arrays import Arrays, checked_features, checked_labels
-from trainer.data.files import inferred_classes
+from trainer.data.features import inferred_classes
 from trainer.data.mnist_files import NPZ_ERRORS, npz_error
 from trainer.data.sources import ArraySource, given
 from trainer.errors import ConfigError, DataError
