@@ -41,7 +41,7 @@ def open_runner_session(session: str, cfg, graph, workdir: str):
     from trainer.session.factory import open_session
     from trainer.training.preemption import PreemptionHandler
     from trainer.training.single_process import SingleProcess
-    from trainer.training.train import hook_cadence
+    from trainer.plan import hook_cadence
 
     parts = RunParts(MetricsLog(os.path.join(workdir, "metrics.jsonl")), PreemptionHandler(),
                      SharedEvaluation(graph.evaluation))

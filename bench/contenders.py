@@ -31,6 +31,7 @@ def hand_loop(args):
     set_environment()  # as the command does, before TensorFlow is imported
     tf = import_tensorflow()
     from trainer.model.graph import build_graph
+    from trainer.plan import graph_recipe
     from trainer.session.device import session_config
 
     register_configs()
@@ -39,7 +40,7 @@ def hand_loop(args):
         cfg = compose("config", overrides=[f"model={args.model}", "data=synthetic", f"train.batch_size={args.batch}",
                                            "device=cpu"])
     arrays = _arrays(args.examples)
-    graph = build_graph(cfg, arrays)
+    graph = build_graph(graph_recipe(cfg), arrays)
     config = tf.compat.v1.ConfigProto()  # TensorFlow's defaults; the bf16 rewrite as the runner turns it on
     config.graph_options.rewrite_options.CopyFrom(
         session_config(cfg.device, "cpu", precision=args.precision).graph_options.rewrite_options)

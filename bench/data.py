@@ -34,6 +34,7 @@ from trainer.data.sources import load_data
 from trainer.data.sources.fashion_mnist import DEBIAN_FASHION_MNIST
 from trainer.model.model_fn import load_data_for
 from trainer.model.graph import build_graph, single_process
+from trainer.plan import graph_recipe
 from bench import write_results
 
 tf1 = tf.compat.v1
@@ -97,7 +98,7 @@ def input_rate(cfg, data, batches: int) -> float:
 
 def train_rate(cfg, data, steps: int) -> float:
     """Examples/s of the runner's training step (input, forward, backward, update)."""
-    graph = build_graph(cfg, data, single_process("cpu"))
+    graph = build_graph(graph_recipe(cfg), data, single_process("cpu"))
     with graph.graph.as_default(), tf1.Session() as sess:
         sess.run([tf1.global_variables_initializer(), tf1.local_variables_initializer()])
         sess.run(graph.train_input.initializer, graph.train_input.feeds(0))

@@ -57,9 +57,10 @@ def _runner_graph(args, workdir, overrides=(), session="plain"):
     from trainer.config.rules import prepare
     from trainer.data.sources import load_arrays
     from trainer.model.graph import build_graph
+    from trainer.plan import graph_recipe
 
     cfg = prepare(_config("mnist", args.batch, args.examples, session, workdir, args.every_steps, overrides), workdir)
-    return cfg, build_graph(cfg, load_arrays(cfg.data))
+    return cfg, build_graph(graph_recipe(cfg), load_arrays(cfg.data))
 
 
 def _bare(tf, graph):

@@ -44,9 +44,10 @@ def _measure_in(workdir: str, session: str, args) -> dict:
     from trainer.config.rules import prepare
     from trainer.data.sources import load_arrays
     from trainer.model.graph import build_graph
+    from trainer.plan import graph_recipe
 
     cfg = prepare(_config(args.model, args.batch, args.examples, session, workdir, args.every_steps), workdir)
-    graph = build_graph(cfg, load_arrays(cfg.data))
+    graph = build_graph(graph_recipe(cfg), load_arrays(cfg.data))
     with graph.graph.as_default():
         with open_runner_session(session, cfg, graph, workdir) as sess:
             raw = sess.raw_session if hasattr(sess, "raw_session") else sess._tf_sess()

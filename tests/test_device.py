@@ -44,9 +44,10 @@ def test_two_towers_give_the_loss_and_weights_of_one(make_cfg, tmp_path, session
 
 def test_two_towers_place_their_ops_on_two_devices(make_cfg, tmp_path):
     from trainer.model.graph import build_graph, single_process
+    from trainer.plan import graph_recipe
 
     cfg = prepare(make_cfg("device=cpu", "device.replicas=2"), str(tmp_path))
-    graph = build_graph(cfg, None if cfg.data.name == "input_fn" else _arrays(cfg), single_process("cpu", 2))
+    graph = build_graph(graph_recipe(cfg), None if cfg.data.name == "input_fn" else _arrays(cfg), single_process("cpu", 2))
     devices = {op.device for op in graph.graph.get_operations() if op.type == "MatMul"}
     assert {"/device:CPU:0", "/device:CPU:1"} <= devices
     names = {v.op.name for v in graph.graph.get_collection(tf1.GraphKeys.GLOBAL_VARIABLES)}
@@ -136,9 +137,10 @@ def test_the_bf16_probe_agrees_with_the_runners_own_step(make_cfg, tmp_path):
     """The one-line probe that allows or refuses bf16 gives the answer the CNN's real training step
     gives (bfloat16 kernels in its partition graphs or not), and a CPU with native bfloat16 runs it."""
     from trainer.model.graph import build_graph, single_process
+    from trainer.plan import graph_recipe
 
     cfg = prepare(make_cfg("model=mnist", "device=cpu"), str(tmp_path))
-    graph = build_graph(cfg, _arrays(cfg), single_process("cpu"))
+    graph = build_graph(graph_recipe(cfg), _arrays(cfg), single_process("cpu"))
     with graph.graph.as_default(), tf1.Session(config=session_config(cfg.device, "cpu", precision="bf16")) as sess:
         sess.run([tf1.global_variables_initializer(), tf1.local_variables_initializer()])
         sess.run(graph.train_input.initializer, feed_dict=graph.train_input.feeds(0))
@@ -155,10 +157,11 @@ def test_fp16_loss_scaling_keeps_checkpoints_float32_and_its_state_local(make_cf
     """fp16's dynamic loss scaling (built here on the CPU in fp32, as a GPU run builds it): its state is a
     local variable, so the checkpoint has the same variables as fp32's and restores under any precision."""
     from trainer.model.graph import Placement, build_graph
+    from trainer.plan import graph_recipe
 
     cfg = prepare(make_cfg("device=cpu"), str(tmp_path))
-    scaled = build_graph(cfg, _arrays(cfg), Placement(loss_scale=True))
-    plain = build_graph(cfg, _arrays(cfg), Placement())
+    scaled = build_graph(graph_recipe(cfg), _arrays(cfg), Placement(loss_scale=True))
+    plain = build_graph(graph_recipe(cfg), _arrays(cfg), Placement())
     names = lambda g: sorted(v.op.name for v in g.graph.get_collection(tf1.GraphKeys.GLOBAL_VARIABLES))  # noqa: E731
     assert names(scaled) == names(plain)
     local = [v.op.name for v in scaled.graph.get_collection(tf1.GraphKeys.LOCAL_VARIABLES)]
@@ -175,9 +178,10 @@ def test_fp16_loss_scaling_keeps_checkpoints_float32_and_its_state_local(make_cf
 @pytest.mark.slow
 def test_xla_compiles_the_step_and_a_run_completes(make_cfg, tmp_path):
     from trainer.model.graph import build_graph, single_process
+    from trainer.plan import graph_recipe
 
     cfg = prepare(make_cfg("device=cpu", "device.xla=true"), str(tmp_path / "graph"))
-    graph = build_graph(cfg, _arrays(cfg), single_process("cpu"))
+    graph = build_graph(graph_recipe(cfg), _arrays(cfg), single_process("cpu"))
     with graph.graph.as_default(), tf1.Session(config=session_config(cfg.device, "cpu")) as sess:
         sess.run([tf1.global_variables_initializer(), tf1.local_variables_initializer()])
         sess.run(graph.train_input.initializer, feed_dict=graph.train_input.feeds(0))

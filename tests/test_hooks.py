@@ -175,9 +175,10 @@ def test_warm_start_mismatch_lists_every_problem(make_cfg, tmp_path):
 def test_scaffold_ops_from_config(make_cfg, tmp_path):
     from trainer.data.sources import load_arrays
     from trainer.model.graph import build_graph
+    from trainer.plan import graph_recipe
 
     cfg = make_cfg("scaffold.local_init_op=[accuracy/total/Assign]")
-    graph = build_graph(cfg, load_arrays(cfg.data))
+    graph = build_graph(graph_recipe(cfg), load_arrays(cfg.data))
     assert [op.name for op in graph.scaffold.local_init_op.control_inputs] == ["accuracy/total/Assign"]
     with pytest.raises(ConfigError, match="scaffold.ready_op: no tensor named 'nope'"):
         build_graph(make_cfg("scaffold.ready_op=nope"), load_arrays(cfg.data))

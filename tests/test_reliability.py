@@ -586,9 +586,10 @@ def test_the_update_waits_for_the_gradients_norm_only_when_skipping(make_cfg, tm
     from trainer.config.rules import prepare
     from trainer.data.sources import load_arrays
     from trainer.model.graph import build_graph
+    from trainer.plan import graph_recipe
 
     cfg = prepare(make_cfg(f"train.on_nan={on_nan}"), str(tmp_path))
-    graph = build_graph(cfg, load_arrays(cfg.data))
+    graph = build_graph(graph_recipe(cfg), load_arrays(cfg.data))
     train_op = graph.train_op if isinstance(graph.train_op, tf.Operation) else graph.train_op.op
     assert any(name.startswith("gradient_norm") for name in _ancestors(train_op)) == waits
     assert any(name.startswith("gradient_norm") for name in _ancestors(graph.step_is_finite.op))

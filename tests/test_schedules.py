@@ -103,9 +103,10 @@ def _one_step(make_cfg, tmp_path, *overrides):
     """The trainable weights before and after one step of the runner's train op (same batch, same init)."""
     from trainer.data.sources import load_arrays
     from trainer.model.graph import build_graph, single_process
+    from trainer.plan import graph_recipe
 
     cfg = prepare(make_cfg("device=cpu", "optimizer=sgd", "optimizer.learning_rate=0.5", *overrides), str(tmp_path))
-    graph = build_graph(cfg, load_arrays(cfg.data), single_process("cpu"))
+    graph = build_graph(graph_recipe(cfg), load_arrays(cfg.data), single_process("cpu"))
     with graph.graph.as_default(), tf1.Session() as sess:
         trainable = tf1.trainable_variables()
         sess.run([tf1.global_variables_initializer(), tf1.local_variables_initializer()])
@@ -146,9 +147,10 @@ def test_adamw_config(make_cfg, tmp_path):
 def test_ema_averages_follow_their_recursion(make_cfg, tmp_path):
     from trainer.data.sources import load_arrays
     from trainer.model.graph import build_graph, single_process
+    from trainer.plan import graph_recipe
 
     cfg = prepare(make_cfg("device=cpu", "train.ema_decay=0.5"), str(tmp_path))
-    graph = build_graph(cfg, load_arrays(cfg.data), single_process("cpu"))
+    graph = build_graph(graph_recipe(cfg), load_arrays(cfg.data), single_process("cpu"))
     with graph.graph.as_default(), tf1.Session() as sess:
         trainable = tf1.trainable_variables()
         by_name = {v.op.name: v for v in tf1.global_variables()}

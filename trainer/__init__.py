@@ -16,6 +16,8 @@ tests all call it. The package reads top to bottom::
     config/       schemas, cross-field rules, user code by dotted path or _target_
     estimator/    tf.estimator's API on run(): Estimator, RunConfig, train_and_evaluate, the heads, the
                   canned families (v2 and v1), TPUEstimator, train-estimator and TF 1.x conversion
+    plan.py       the config cut into the parts each layer takes (the graph's Recipe, the hooks'
+                  Cadence, the checkpoint Request, the model_fn's RunConfig): the entry points call it
     contract.py   the model_fn contract every layer reads: ModeKeys, EstimatorSpec, the RunConfig a
                   model_fn gets, the export outputs and ServingInputReceiver
     records.py, errors.py, interrupts.py, process.py (every process-wide effect), compat.py

@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import logging
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import tensorflow as tf
 
@@ -111,10 +111,26 @@ def seed_graph(seed: Optional[int]) -> None:
 
 
 @dataclass(frozen=True)
+class Recipe:
+    """What the graph layer reads of a run's config (``trainer.plan.graph_recipe`` cuts it out): the
+    model and its optimizer, the training and evaluation inputs and schedule, the Saver's rotation,
+    the Scaffold and the warm start."""
+
+    model: Any
+    optimizer: Any
+    train: Any
+    data: Any
+    eval: Any
+    checkpoint: Any
+    scaffold: Any
+    init_from: Any
+
+
+@dataclass(frozen=True)
 class _Model:
     """The model_fn with what every call of it gets: its params and RunConfig."""
 
-    cfg: object
+    recipe: Recipe
     fn: ModelFn
     params: dict
     run_config: RunConfig
@@ -124,13 +140,13 @@ class _Model:
             return self.fn(pipeline.features, pipeline.labels, mode, self.params, self.run_config)
 
 
-def _model(cfg, run_config: Optional[RunConfig], data=None) -> _Model:
+def _model(recipe: Recipe, run_config: Optional[RunConfig], data=None) -> _Model:
     """The model_fn with its params; a built-in model's null ``num_classes`` becomes the data's
     (``trainer.model.model_fn.load_data_for`` fills the config itself where the modes load the data)."""
-    params = model_params(cfg.model)
+    params = model_params(recipe.model)
     if "num_classes" in params and params["num_classes"] is None:
         params["num_classes"] = num_classes_of(data)
-    return _Model(cfg, load_model_fn(cfg.model.fn), params, run_config or RunConfig())
+    return _Model(recipe, load_model_fn(recipe.model.fn), params, run_config or RunConfig())
 
 
 def _add_train_accuracy(spec, labels) -> None:
@@ -206,7 +222,7 @@ def _add_towers_accuracy(specs, labels) -> None:
 
 def _train_part(model: _Model, train_input, global_step, placement: Placement):
     """TRAIN mode: the spec, the loss, the NaN guard and the train op (the model's own, or one from config)."""
-    cfg, sync = model.cfg, placement.sync
+    recipe, sync = model.recipe, placement.sync
     towers = None
     if len(placement.towers) > 1:
         specs, towers, update_ops = _towers(model, train_input, placement.towers)
@@ -230,21 +246,22 @@ def _train_part(model: _Model, train_input, global_step, placement: Placement):
         if sync is not None:
             raise ConfigError(f"distributed.sync_replicas=true: {model.fn.name} returns its own train_op, "
                               "which the runner cannot wrap in SyncReplicasOptimizer; return no train_op")
-        if cfg.train.on_nan == "skip_step":
+        if recipe.train.on_nan == "skip_step":
             raise ConfigError(f"train.on_nan=skip_step: {model.fn.name} returns its own train_op, which the "
                               "runner cannot guard; use train.on_nan=stop or return no train_op")
-        if not is_constant(cfg.optimizer) or cfg.optimizer.get("clip_norm") or cfg.optimizer.get("weight_decay"):
+        optimizer = recipe.optimizer
+        if not is_constant(optimizer) or optimizer.get("clip_norm") or optimizer.get("weight_decay"):
             raise ConfigError(f"optimizer.schedule/clip_norm/weight_decay: {model.fn.name} returns its own "
                               "train_op, built with its own optimizer; drop those keys or return no train_op")
         return spec, loss, loss_is_finite, step_before, spec.train_op, None
     # A step that is not finite is skipped in the graph where skipping is asked for, and where other
     # tasks share the variables (a cluster: they may save them first); elsewhere NanGuardHook stops
     # the run before anything saves it, and the update needs no barrier (make_train_op).
-    guard_update = cfg.train.on_nan == "skip_step" or placement.device_fn is not None
+    guard_update = recipe.train.on_nan == "skip_step" or placement.device_fn is not None
     with tf.control_dependencies([step_before]):
         train_op, sync_optimizer, step_ok = make_train_op(
-            cfg.optimizer, spec.loss if towers is None else towers, global_step, update_ops, loss_is_finite, sync,
-            loss_scale=placement.loss_scale, max_steps=cfg.train.max_steps, schedule_step=step_before,
+            recipe.optimizer, spec.loss if towers is None else towers, global_step, update_ops, loss_is_finite, sync,
+            loss_scale=placement.loss_scale, max_steps=recipe.train.max_steps, schedule_step=step_before,
             guard_update=guard_update)
     return spec, loss, step_ok, step_before, train_op, sync_optimizer
 
@@ -302,7 +319,8 @@ def _shared_eval(model: _Model, arrays, placement: Placement, global_step, avera
       NotShareable: the eval input cannot restart, or the EVAL call makes variables of its own.
     """
     with tf.device("/device:CPU:0"):
-        eval_input = make_eval_input(model.cfg.data, model.cfg.eval.batch_size, arrays, model.params, model.run_config)
+        eval_input = make_eval_input(model.recipe.data, model.recipe.eval.batch_size, arrays, model.params,
+                                     model.run_config)
     if eval_input.initializer is None:
         raise NotShareable("the eval input_fn returns tensors, which cannot be read again for the next evaluation")
     variables = set(tf1.global_variables())
@@ -331,18 +349,20 @@ def _spec_saver(spec):
     return saver
 
 
-def make_saver(cfg):
-    """The run's Saver, with relative paths: a checkpoint dir copied elsewhere still finds its files."""
+def make_saver(checkpoint_cfg):
+    """The run's Saver (``checkpoint.keep``, ``keep_every_n_hours``, ``sharded``), with relative paths: a
+    checkpoint dir copied elsewhere still finds its files."""
     saver = tf1.train.Saver(
-        max_to_keep=cfg.checkpoint.keep, keep_checkpoint_every_n_hours=cfg.checkpoint.keep_every_n_hours,
-        sharded=cfg.checkpoint.sharded, save_relative_paths=True,
+        max_to_keep=checkpoint_cfg.keep, keep_checkpoint_every_n_hours=checkpoint_cfg.keep_every_n_hours,
+        sharded=checkpoint_cfg.sharded, save_relative_paths=True,
     )
     tf1.add_to_collection(tf1.GraphKeys.SAVERS, saver)
     return saver
 
 
-def build_graph(cfg, arrays=None, placement: Placement = Placement(), run_config: Optional[RunConfig] = None) -> TrainGraph:
-    """Build the training graph for ``cfg``, with the evaluation in it when ``eval.graph`` allows.
+def build_graph(recipe: Recipe, arrays=None, placement: Placement = Placement(),
+                run_config: Optional[RunConfig] = None) -> TrainGraph:
+    """Build the training graph of ``recipe``, with the evaluation in it when ``eval.graph`` allows.
 
     ``arrays`` is the loaded dataset; None for ``data=input_fn``. ``placement`` puts the model
     on a device, or makes the graph one replica of between-graph training (variables on the ps
@@ -351,31 +371,32 @@ def build_graph(cfg, arrays=None, placement: Placement = Placement(), run_config
     Raises:
       ConfigError: the model_fn or the inputs do not fit (``eval.graph=shared`` that cannot share).
     """
-    if cfg.eval.graph != "separate" and cfg.eval.enabled:
+    if recipe.eval.graph != "separate" and recipe.eval.enabled:
         try:
-            return _build(cfg, arrays, placement, run_config, shared_eval=True)
+            return _build(recipe, arrays, placement, run_config, shared_eval=True)
         except NotShareable as e:
-            if cfg.eval.graph == "shared":
+            if recipe.eval.graph == "shared":
                 raise ConfigError(f"eval.graph=shared: {e}; use eval.graph=auto or separate") from None
             log.info("evaluation builds a graph of its own for each evaluation, as Estimator did: %s", e)
-    return _build(cfg, arrays, placement, run_config, shared_eval=False)
+    return _build(recipe, arrays, placement, run_config, shared_eval=False)
 
 
-def _build(cfg, arrays, placement: Placement, run_config, shared_eval: bool) -> TrainGraph:
-    model = _model(cfg, run_config, arrays)
+def _build(recipe: Recipe, arrays, placement: Placement, run_config, shared_eval: bool) -> TrainGraph:
+    model = _model(recipe, run_config, arrays)
     graph = tf.Graph()
     device_fn = graph.device(placement.device_fn) if placement.device_fn else contextlib.nullcontext()
     with graph.as_default(), device_fn:
-        seed_graph(cfg.train.seed)
+        seed_graph(recipe.train.seed)
         global_step = tf1.train.get_or_create_global_step()
         with tf.device("/device:CPU:0"):
-            train_input = make_train_input(cfg.data, cfg.train, arrays, model.params, model.run_config, placement.replicas)
+            train_input = make_train_input(recipe.data, recipe.train, arrays, model.params, model.run_config,
+                                           placement.replicas)
         with _device(placement.model_device):
             spec, loss, step_is_finite, step_before, train_op, sync_optimizer = _train_part(
                 model, train_input, global_step, placement)
             average = None
-            if cfg.train.ema_decay:
-                average = make_average(cfg.train.ema_decay, global_step)
+            if recipe.train.ema_decay:
+                average = make_average(recipe.train.ema_decay, global_step)
                 train_op = averaged_train_op(average, train_op, tf1.trainable_variables())
             step_after = _step_after(train_op, global_step)
             train_summaries = list(tf1.get_collection(tf1.GraphKeys.SUMMARIES))
@@ -389,8 +410,8 @@ def _build(cfg, arrays, placement: Placement, run_config, shared_eval: bool) -> 
         summary_op = tf1.summary.merge(train_summaries) if train_summaries else None
         if summary_op is not None:
             tf1.add_to_collection(TRAIN_SUMMARY_COLLECTION, summary_op)
-        saver = _spec_saver(spec) or make_saver(cfg)
-        scaffold = make_scaffold(cfg.scaffold, cfg.init_from, saver, summary_op, spec.scaffold)
+        saver = _spec_saver(spec) or make_saver(recipe.checkpoint)
+        scaffold = make_scaffold(recipe.scaffold, recipe.init_from, saver, summary_op, spec.scaffold)
     return TrainGraph(
         graph=graph, global_step=global_step, step_before=step_before, step_after=step_after, loss=loss,
         step_is_finite=step_is_finite, train_op=train_op, train_input=train_input, evaluation=evaluation, summary_op=summary_op, saver=saver,
@@ -399,39 +420,39 @@ def _build(cfg, arrays, placement: Placement, run_config, shared_eval: bool) -> 
     )
 
 
-def build_eval_graph(cfg, arrays, device: str, run_config: Optional[RunConfig] = None) -> EvalGraph:
+def build_eval_graph(recipe: Recipe, arrays, device: str, run_config: Optional[RunConfig] = None) -> EvalGraph:
     """An evaluation graph of its own: the eval input, the model_fn in EVAL mode, its metrics, and a
     Saver of its variables (to restore a checkpoint, or to be loaded with the training weights)."""
-    model = _model(cfg, run_config, arrays)
+    model = _model(recipe, run_config, arrays)
     graph = tf.Graph()
     with graph.as_default():
-        seed_graph(cfg.train.seed)
+        seed_graph(recipe.train.seed)
         global_step = tf1.train.get_or_create_global_step()
         with tf.device("/device:CPU:0"):
-            eval_input = make_eval_input(cfg.data, cfg.eval.batch_size, arrays, model.params, model.run_config)
+            eval_input = make_eval_input(recipe.data, recipe.eval.batch_size, arrays, model.params, model.run_config)
         with _device(single_process(device).model_device):
             eval_spec = model.call(eval_input, ModeKeys.EVAL)
         metrics, update_op, examples = _metrics(eval_spec, eval_input)
         reset = tf1.variables_initializer(tf1.get_collection(tf1.GraphKeys.METRIC_VARIABLES))
-        saver = tf1.train.Saver(var_list=_restored(cfg), save_relative_paths=True)
+        saver = tf1.train.Saver(var_list=_restored(recipe.train.ema_decay), save_relative_paths=True)
     return EvalGraph(graph, global_step, eval_input, metrics, update_op, reset, examples, eval_spec, saver)
 
 
-def build_predict_part(cfg, features, device: str, run_config: Optional[RunConfig] = None):
+def build_predict_part(recipe: Recipe, features, device: str, run_config: Optional[RunConfig] = None):
     """A PREDICT-mode model around ``features`` in the default graph.
 
     Returns:
       (spec, saver, global_step).
     """
-    model = _model(cfg, run_config)
+    model = _model(recipe, run_config)
     global_step = tf1.train.get_or_create_global_step()
     with _device(single_process(device).model_device):
         spec = model.call(Pipeline(features, None, None, lambda step=0: {}), ModeKeys.PREDICT)
     if spec.predictions is None:
         raise ConfigError(f"{model.fn.name} returned no predictions for mode predict")
-    return spec, tf1.train.Saver(var_list=_restored(cfg), save_relative_paths=True), global_step
+    return spec, tf1.train.Saver(var_list=_restored(recipe.train.ema_decay), save_relative_paths=True), global_step
 
 
-def _restored(cfg):
+def _restored(ema_decay):
     """What a graph without training restores: the weights, or with ``train.ema_decay`` their averages."""
-    return restore_map(cfg.train.ema_decay) if cfg.train.ema_decay else tf1.global_variables()
+    return restore_map(ema_decay) if ema_decay else tf1.global_variables()

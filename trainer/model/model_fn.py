@@ -149,20 +149,3 @@ def _built_in_completion(fn):
     if not isinstance(fn, str) or not fn.startswith(BUILT_IN_MODELS):
         return None
     return getattr(importlib.import_module(fn.rsplit(".", 1)[0]), "complete_params", None)
-
-
-def make_run_config(cfg, role=None, session_config=None) -> RunConfig:
-    """The RunConfig of this process: the config's schedule, and its cluster role (None: one process)."""
-    base = dict(
-        model_dir=cfg.checkpoint.dir, tf_random_seed=cfg.train.seed, save_summary_steps=cfg.summary.every_steps,
-        save_checkpoints_steps=cfg.checkpoint.every_steps, save_checkpoints_secs=cfg.checkpoint.every_secs,
-        keep_checkpoint_max=cfg.checkpoint.keep, keep_checkpoint_every_n_hours=cfg.checkpoint.keep_every_n_hours,
-        log_step_count_steps=cfg.log.every_steps, session_config=session_config,
-    )
-    if role is None or not role.cluster:
-        return RunConfig(**base)
-    return RunConfig(
-        **base, cluster_spec={job: list(a) for job, a in role.cluster.items()}, task_type=role.job,
-        task_id=role.index, is_chief=role.is_chief, num_ps_replicas=len(role.cluster.get("ps", ())),
-        num_worker_replicas=role.num_replicas, global_id_in_cluster=role.replica_index,
-    )

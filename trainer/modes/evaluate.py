@@ -11,7 +11,8 @@ from trainer.data.sources import eval_source
 from trainer.errors import CheckpointError
 from trainer.hooks.evaluation import check_examples, evaluate_once, format_metrics, objective_metric
 from trainer.model.graph import build_eval_graph
-from trainer.model.model_fn import load_data_for, make_run_config
+from trainer.model.model_fn import load_data_for
+from trainer.plan import graph_recipe, make_run_config
 from trainer.modes.checkpoint import checkpoint_to_read
 from trainer.records import write_json
 from trainer.session.device import resolve_device, session_config
@@ -26,7 +27,7 @@ def evaluate(cfg, workdir: str) -> Dict:
     device = resolve_device(cfg.device)
     path = checkpoint_to_read(cfg.checkpoint.dir, cfg.eval.checkpoint)
     arrays = load_data_for(cfg.model, cfg.data)
-    evaluation = build_eval_graph(cfg, arrays, device, make_run_config(cfg))
+    evaluation = build_eval_graph(graph_recipe(cfg), arrays, device, make_run_config(cfg))
     objective = objective_metric(cfg.eval.objective, evaluation.metrics)
     with evaluation.graph.as_default():
         scaffold = tf1.train.Scaffold(saver=evaluation.saver)

@@ -15,7 +15,8 @@ from trainer.config.targets import callable_name, load_callable
 from trainer.data.pipelines import make_eval_input
 from trainer.errors import ConfigError, ContractError
 from trainer.model.graph import build_predict_part
-from trainer.model.model_fn import load_data_for, make_run_config, model_params
+from trainer.model.model_fn import load_data_for, model_params
+from trainer.plan import graph_recipe, make_run_config
 from trainer.modes.checkpoint import checkpoint_to_read
 from trainer.session.device import resolve_device, session_config
 
@@ -128,7 +129,7 @@ def export(cfg, workdir: str) -> Dict:
     data = load_data_for(cfg.model, cfg.data)  # the features' shapes, and the classes of a model whose num_classes is null
     with tf.Graph().as_default():
         receivers, features = _serving_input(cfg, data, run_config)
-        spec, saver, _ = build_predict_part(cfg, features, device, run_config)
+        spec, saver, _ = build_predict_part(graph_recipe(cfg), features, device, run_config)
         signatures = _signatures(spec, receivers)
         with tf1.Session(config=session_config(cfg.device, device)) as sess, _staged(export_dir) as staged:
             saver.restore(sess, path)

@@ -16,7 +16,8 @@ from trainer.data.pipelines import make_eval_input, make_input_fn_pipeline, make
 from trainer.data.predict_input import load_prediction_input
 from trainer.hooks.builtin import InputInitHook
 from trainer.model.graph import build_predict_part
-from trainer.model.model_fn import load_data_for, make_run_config, model_params
+from trainer.model.model_fn import load_data_for, model_params
+from trainer.plan import graph_recipe, make_run_config
 from trainer.modes.checkpoint import checkpoint_to_read
 from trainer.session.device import resolve_device, session_config
 
@@ -85,7 +86,7 @@ def predicted_batches(cfg, path: str, data=None) -> Iterator[Dict[str, np.ndarra
     data = load_data_for(cfg.model, cfg.data) if data is None else data
     with tf.Graph().as_default():
         pipeline = _prediction_pipeline(cfg, data, run_config)
-        spec, saver, global_step = build_predict_part(cfg, pipeline.features, device, run_config)
+        spec, saver, global_step = build_predict_part(graph_recipe(cfg), pipeline.features, device, run_config)
         bare = not isinstance(spec.predictions, dict)
         predictions = {"predictions": spec.predictions} if bare else spec.predictions
         creator = tf1.train.ChiefSessionCreator(scaffold=tf1.train.Scaffold(saver=saver),

@@ -15,7 +15,7 @@ from typing import Callable, Dict, Optional
 
 import tensorflow as tf
 
-from trainer.checkpoints.guard import Request, graph_config, metrics_path
+from trainer.checkpoints.guard import metrics_path
 from trainer.checkpoints.intact import clean_leftovers, latest_step
 from trainer.data.files import FileSource
 from trainer.data.pipelines import input_error
@@ -23,11 +23,11 @@ from trainer.data.arrays import check_training_arrays
 from trainer.data.sources import eval_source
 from trainer.errors import Preempted, RecordError, TrainerError, describe
 from trainer.contract import RunConfig
-from trainer.hooks.assembly import (Cadence, RunParts, UserHooks, check_user_hooks, make_training_hooks,
-                                    make_user_hooks)
+from trainer.hooks.assembly import RunParts, UserHooks, check_user_hooks, make_training_hooks, make_user_hooks
 from trainer.hooks.evaluation import EvalHook, SeparateEvaluation, SharedEvaluation
 from trainer.model.graph import TrainGraph, build_eval_graph, build_graph
-from trainer.model.model_fn import load_data_for, make_run_config
+from trainer.model.model_fn import load_data_for
+from trainer.plan import checkpoint_request, graph_recipe, hook_cadence, make_run_config
 from trainer.model.schedules import rescheduled, stretched
 from trainer.records import MetricsLog, failure_record, read_json, write_json
 from trainer.session.device import check_replicas, resolve_device, resolve_precision, session_config, visible_gpus
@@ -72,7 +72,7 @@ def train(cfg, workdir: str, role=None, on_accepted: Optional[Callable[[], None]
     arrays = _timed(timings, "data", lambda: _load_data(cfg))
     run_config = make_run_config(cfg, role.cluster_role)
     placement = role.placement(device, cfg.device.replicas, precision)
-    graph = _timed(timings, "graph", lambda: _naming_columns(arrays, build_graph, cfg, arrays, placement, run_config))
+    graph = _timed(timings, "graph", lambda: _naming_columns(arrays, build_graph, graph_recipe(cfg), arrays, placement, run_config))
     # The config's hooks are checked now (imported, their classes checked). The runner's and TensorFlow's
     # are built now too (a wrong tensor name fails before the dir is touched); a run naming other code is
     # built only once accepted (every check passed, the dir held): a refused run calls none of it.
@@ -141,20 +141,6 @@ def _naming_columns(arrays, build, *args):
         raise better from None
 
 
-def hook_cadence(cfg) -> Cadence:
-    """When and where the runner's hooks act (``trainer.hooks.assembly``)."""
-    ckpt, train = cfg.checkpoint, cfg.train
-    return Cadence(ckpt.dir, ckpt.every_steps, ckpt.every_secs, train.max_steps, str(train.on_nan),
-                   train.max_skipped_steps, train.stalled_steps_limit, cfg.eval.every_steps, cfg.eval.steps,
-                   cfg.log.every_steps, cfg.summary.every_steps)
-
-
-def checkpoint_request(cfg) -> Request:
-    """What this run asks of its checkpoint dir (``trainer.checkpoints.guard.claim``)."""
-    return Request(cfg.checkpoint.dir, cfg.model.name, graph_config(cfg.model, cfg.optimizer), cfg.train.max_steps,
-                   cfg.checkpoint.restore_step, cfg.sweep.rerun_finished)
-
-
 def _load_data(cfg):
     arrays = load_data_for(cfg.model, cfg.data)
     check_training_arrays(arrays, cfg.train.batch_size)
@@ -183,7 +169,7 @@ def _evaluation(cfg, graph: TrainGraph, arrays, device: str, run_config: RunConf
         variables = {v.op.name: v for v in tf1.global_variables()}
         if graph.average is not None:  # evaluate the moving averages in place of the weights
             variables.update({v.op.name: graph.average.average(v) for v in tf1.trainable_variables()})
-    return SeparateEvaluation(lambda: build_eval_graph(cfg, arrays, device, run_config), variables,
+    return SeparateEvaluation(lambda: build_eval_graph(graph_recipe(cfg), arrays, device, run_config), variables,
                               session_config(cfg.device, device))
 
 
