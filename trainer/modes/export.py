@@ -38,10 +38,10 @@ def _receiver(result, key: str):
     return receivers, features
 
 
-def _eval_features(cfg, data, run_config):
+def _eval_features(data_cfg, batch_size: int, model_cfg, data, run_config):
     """The eval input's features, built in a scratch graph (for their names, dtypes and shapes)."""
     with tf.Graph().as_default():
-        return make_eval_input(cfg.data, cfg.eval.batch_size, data, model_params(cfg.model), run_config).features
+        return make_eval_input(data_cfg, batch_size, data, model_params(model_cfg), run_config).features
 
 
 def _placeholder_like(tensor, name: str):
@@ -52,13 +52,13 @@ def _placeholder_like(tensor, name: str):
     return tf1.placeholder(tensor.dtype, [None] + tensor.shape.as_list()[1:], name=name)
 
 
-def _serving_input(cfg, data, run_config):
+def _serving_input(serving_input_fn, like_eval_input):
     """(receiver tensors, features): ``export.serving_input_fn``'s, else placeholders shaped like the
-    eval input's features (batch dimension open)."""
-    if cfg.export.serving_input_fn:
-        fn = load_callable(cfg.export.serving_input_fn, "export.serving_input_fn")
-        return _receiver(fn(), callable_name("export.serving_input_fn", cfg.export.serving_input_fn, fn))
-    like = _eval_features(cfg, data, run_config)
+    eval input's features (``like_eval_input()``; batch dimension open)."""
+    if serving_input_fn:
+        fn = load_callable(serving_input_fn, "export.serving_input_fn")
+        return _receiver(fn(), callable_name("export.serving_input_fn", serving_input_fn, fn))
+    like = like_eval_input()
     if isinstance(like, dict):
         features = {name: _placeholder_like(t, name) for name, t in sorted(like.items())}
         return dict(features), features
@@ -128,7 +128,8 @@ def export(cfg, workdir: str) -> Dict:
     run_config = make_run_config(cfg)
     data = load_data_for(cfg.model, cfg.data)  # the features' shapes, and the classes of a model whose num_classes is null
     with tf.Graph().as_default():
-        receivers, features = _serving_input(cfg, data, run_config)
+        eval_features = lambda: _eval_features(cfg.data, cfg.eval.batch_size, cfg.model, data, run_config)  # noqa: E731
+        receivers, features = _serving_input(cfg.export.serving_input_fn, eval_features)
         spec, saver, _ = build_predict_part(graph_recipe(cfg), features, device, run_config)
         signatures = _signatures(spec, receivers)
         with tf1.Session(config=session_config(cfg.device, device)) as sess, _staged(export_dir) as staged:

@@ -27,17 +27,17 @@ _PER_JOB = ("${hydra:job.num}", "${hydra:job.id}", "${hydra:job.override_dirname
             "${hydra:sweep.subdir}")
 
 
-def check_own_checkpoint_dir(cfg, job_dir: str) -> None:
+def check_own_checkpoint_dir(checkpoint_cfg, job_dir: str) -> None:
     """An explicit ``checkpoint.dir`` must be the job's own: built from a per-job Hydra value
     (``${hydra:job.num}``, ...) or inside the job's dir. Jobs never share one."""
-    raw = OmegaConf.to_container(cfg.checkpoint, resolve=False).get("dir")
+    raw = OmegaConf.to_container(checkpoint_cfg, resolve=False).get("dir")
     if raw is None or any(key in str(raw) for key in _PER_JOB):
         return
-    path = os.path.abspath(os.path.expanduser(str(cfg.checkpoint.dir)))
+    path = os.path.abspath(os.path.expanduser(str(checkpoint_cfg.dir)))
     if os.path.basename(job_dir) in path.split(os.sep):
         return
     raise ConfigError(
-        f"checkpoint.dir={cfg.checkpoint.dir}: every job of this sweep would share it; leave it unset (each job gets "
+        f"checkpoint.dir={checkpoint_cfg.dir}: every job of this sweep would share it; leave it unset (each job gets "
         "its own) or include the job, e.g. checkpoint.dir=/ckpts/${hydra:job.num}"
     )
 
@@ -79,7 +79,7 @@ def run_job(cfg, hc, swept=frozenset()) -> float:
 def _run_job(cfg, hc, swept) -> float:
     output_dir = hc.runtime.output_dir
     try:
-        check_own_checkpoint_dir(cfg, output_dir)
+        check_own_checkpoint_dir(cfg.checkpoint, output_dir)
         parallel = _launcher_jobs(hc)
         if parallel > 1 and not cfg.device.intra_op_threads:
             # Parallel jobs share the cores: split them rather than let each take them all.

@@ -25,7 +25,7 @@ from trainer.errors import Preempted, RecordError, TrainerError, describe
 from trainer.contract import RunConfig
 from trainer.hooks.assembly import RunParts, UserHooks, check_user_hooks, make_training_hooks, make_user_hooks
 from trainer.hooks.evaluation import EvalHook, SeparateEvaluation, SharedEvaluation
-from trainer.model.graph import TrainGraph, build_eval_graph, build_graph
+from trainer.model.graph import Recipe, TrainGraph, build_eval_graph, build_graph
 from trainer.model.model_fn import load_data_for
 from trainer.plan import checkpoint_request, graph_recipe, hook_cadence, make_run_config
 from trainer.model.schedules import rescheduled, stretched
@@ -69,10 +69,12 @@ def train(cfg, workdir: str, role=None, on_accepted: Optional[Callable[[], None]
     device = resolve_device(cfg.device)
     precision = resolve_precision(cfg.device, device)
     check_replicas(cfg.device, device)
-    arrays = _timed(timings, "data", lambda: _load_data(cfg))
+    arrays = _timed(timings, "data", lambda: _load_data(cfg.model, cfg.data, cfg.train.batch_size))
     run_config = make_run_config(cfg, role.cluster_role)
     placement = role.placement(device, cfg.device.replicas, precision)
-    graph = _timed(timings, "graph", lambda: _naming_columns(arrays, build_graph, graph_recipe(cfg), arrays, placement, run_config))
+    recipe = graph_recipe(cfg)
+    graph = _timed(timings, "graph",
+                   lambda: _naming_columns(arrays, build_graph, recipe, arrays, placement, run_config))
     # The config's hooks are checked now (imported, their classes checked). The runner's and TensorFlow's
     # are built now too (a wrong tensor name fails before the dir is touched); a run naming other code is
     # built only once accepted (every check passed, the dir held): a refused run calls none of it.
@@ -81,7 +83,7 @@ def train(cfg, workdir: str, role=None, on_accepted: Optional[Callable[[], None]
     if ours_or_tensorflows:
         with graph.graph.as_default():
             user = make_user_hooks(cfg.hooks, cfg.checkpoint.listeners)
-    evaluation = _naming_columns(arrays, _evaluation, cfg, graph, arrays, device, run_config)
+    evaluation = _naming_columns(arrays, _evaluation, recipe, cfg.device, graph, arrays, device, run_config)
     # Checked before the first step: a wrong name fails now, not after training.
     objective = role.objective(cfg.eval.objective, evaluation)
     run = _Run(cfg, workdir, graph, device, user if ours_or_tensorflows else None, role, timings, arrays, run_config,
@@ -98,7 +100,7 @@ def train(cfg, workdir: str, role=None, on_accepted: Optional[Callable[[], None]
                 with graph.graph.as_default():
                     run.user = make_user_hooks(cfg.hooks, cfg.checkpoint.listeners)
             if claimed.start_step:
-                _warn_if_stretched(cfg, workdir, claimed.start_step)
+                _warn_if_stretched(cfg.optimizer, cfg.train.max_steps, workdir, claimed.start_step)
             result = run.train_recording_failure(claimed.start_step)
     finally:
         # Summary writers hold their graph: close them so that the next job of a sweep starts clean.
@@ -141,27 +143,27 @@ def _naming_columns(arrays, build, *args):
         raise better from None
 
 
-def _load_data(cfg):
-    arrays = load_data_for(cfg.model, cfg.data)
-    check_training_arrays(arrays, cfg.train.batch_size)
+def _load_data(model_cfg, data_cfg, batch_size: int):
+    arrays = load_data_for(model_cfg, data_cfg)
+    check_training_arrays(arrays, batch_size)
     return arrays
 
 
-def _warn_if_stretched(cfg, workdir: str, start_step: int) -> None:
+def _warn_if_stretched(optimizer_cfg, max_steps, workdir: str, start_step: int) -> None:
     """A resumed run whose schedule changed, or whose ``train.max_steps`` moved under a schedule that
     decays to it: the learning rate jumps at the restored step (said once)."""
     previous = read_json(metrics_path(workdir))
-    change = (rescheduled(previous.get("optimizer_schedule"), cfg.optimizer, start_step, previous.get("max_steps"),
-                          cfg.train.max_steps)
-              or stretched(cfg.optimizer, start_step, previous.get("max_steps"), cfg.train.max_steps))
+    change = (rescheduled(previous.get("optimizer_schedule"), optimizer_cfg, start_step, previous.get("max_steps"),
+                          max_steps)
+              or stretched(optimizer_cfg, start_step, previous.get("max_steps"), max_steps))
     if change:
         log.warning(change)
 
 
-def _evaluation(cfg, graph: TrainGraph, arrays, device: str, run_config: RunConfig):
+def _evaluation(recipe: Recipe, device_cfg, graph: TrainGraph, arrays, device: str, run_config: RunConfig):
     """How this run evaluates: in the training graph, or in a graph of its own (as Estimator did);
     None with ``eval.enabled=false``."""
-    if not cfg.eval.enabled:
+    if not recipe.eval.enabled:
         return None
     if graph.evaluation is not None:
         return SharedEvaluation(graph.evaluation)
@@ -169,8 +171,8 @@ def _evaluation(cfg, graph: TrainGraph, arrays, device: str, run_config: RunConf
         variables = {v.op.name: v for v in tf1.global_variables()}
         if graph.average is not None:  # evaluate the moving averages in place of the weights
             variables.update({v.op.name: graph.average.average(v) for v in tf1.trainable_variables()})
-    return SeparateEvaluation(lambda: build_eval_graph(graph_recipe(cfg), arrays, device, run_config), variables,
-                              session_config(cfg.device, device))
+    return SeparateEvaluation(lambda: build_eval_graph(recipe, arrays, device, run_config), variables,
+                              session_config(device_cfg, device))
 
 
 def _finish(result: Dict, workdir: str, started: float, role) -> Dict:
