@@ -19,6 +19,8 @@ import sys
 import threading
 from typing import List, Optional
 
+from trainer.interrupts import ctrl_c_pressed
+
 log = logging.getLogger("trainer")
 
 _installed: List["PreemptionHandler"] = []  # the handlers installed now (a training run's), innermost last
@@ -92,25 +94,38 @@ class PreemptionHandler:
     def __enter__(self):
         if threading.current_thread() is not threading.main_thread():
             return self
-        for sig in self.SIGNALS:  # the Python half does nothing: the watcher has seen the signal already
-            self._previous[sig] = signal.signal(sig, lambda signum, frame: None)
-        read_fd, write_fd = self._pipe = os.pipe()
-        os.set_blocking(write_fd, False)
-        self._wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
-        threading.Thread(target=self._watch, args=(read_fd,), name="signal-watcher", daemon=True).start()
-        _installed.append(self)
+        # The pipe is in place before the Python half turns into a no-op, and the main thread holds
+        # the signals meanwhile: a signal in between would reach neither (a Ctrl-C lost, the run
+        # training on until max_steps). One that came before is raised by the handler before ours.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, self.SIGNALS)
+        try:
+            if ctrl_c_pressed():  # its KeyboardInterrupt was dropped on the way (trainer.interrupts)
+                raise KeyboardInterrupt
+            read_fd, write_fd = self._pipe = os.pipe()
+            os.set_blocking(write_fd, False)
+            self._wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+            for sig in self.SIGNALS:  # the Python half does nothing: the watcher has seen the signal already
+                self._previous[sig] = signal.signal(sig, lambda signum, frame: None)
+            threading.Thread(target=self._watch, args=(read_fd,), name="signal-watcher", daemon=True).start()
+            _installed.append(self)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         return self
 
     def __exit__(self, *exc):
         if self._pipe is None:
             return False
-        signal.set_wakeup_fd(self._wakeup)
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-        if self in _installed:
-            _installed.remove(self)
-        os.close(self._pipe[1])  # the watcher reads end-of-file and ends
-        self._pipe = None
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, self.SIGNALS)  # as in __enter__: none is lost
+        try:
+            for sig, handler in self._previous.items():
+                signal.signal(sig, handler)
+            signal.set_wakeup_fd(self._wakeup)
+            if self in _installed:
+                _installed.remove(self)
+            os.close(self._pipe[1])  # the watcher reads end-of-file and ends
+            self._pipe = None
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         return False
 
     @property
