@@ -336,23 +336,36 @@ def test_ctrl_c_while_the_config_is_composed_is_held_until_it_is_built(tmp_path)
 
 def test_held_ctrl_c_is_raised_at_release_and_an_error_goes_first():
     import signal
+    import time
 
-    from trainer.interrupts import hold_ctrl_c, release_ctrl_c
+    from trainer import interrupts
+    from trainer.interrupts import ctrl_c_pressed, hold_ctrl_c, release_ctrl_c
 
     handler = signal.getsignal(signal.SIGINT)
-    release_ctrl_c()  # nothing held: nothing happens
-    hold_ctrl_c()
-    os.kill(os.getpid(), signal.SIGINT)  # recorded, not raised
-    with pytest.raises(KeyboardInterrupt):
-        release_ctrl_c()
-    assert signal.getsignal(signal.SIGINT) is handler
-    hold_ctrl_c()
-    os.kill(os.getpid(), signal.SIGINT)
-    release_ctrl_c(raise_pending=False)  # an error already on its way is the one reported
-    assert signal.getsignal(signal.SIGINT) is handler
-    hold_ctrl_c()
-    release_ctrl_c()  # held, no Ctrl-C: nothing raised
-    assert signal.getsignal(signal.SIGINT) is handler
+    # After the release: Python's own handler, remembering the Ctrl-C (a KeyboardInterrupt may be dropped).
+    after = interrupts._interrupt if handler is signal.default_int_handler else handler
+    try:
+        release_ctrl_c()  # nothing held: nothing happens
+        assert signal.getsignal(signal.SIGINT) is handler
+        hold_ctrl_c()
+        os.kill(os.getpid(), signal.SIGINT)  # recorded, not raised
+        with pytest.raises(KeyboardInterrupt):
+            release_ctrl_c()
+        assert signal.getsignal(signal.SIGINT) is after and not ctrl_c_pressed()
+        hold_ctrl_c()
+        os.kill(os.getpid(), signal.SIGINT)
+        release_ctrl_c(raise_pending=False)  # an error already on its way is the one reported
+        assert signal.getsignal(signal.SIGINT) is after
+        hold_ctrl_c()
+        release_ctrl_c()  # held, no Ctrl-C: nothing raised
+        assert signal.getsignal(signal.SIGINT) is after and not ctrl_c_pressed()
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        assert ctrl_c_pressed() == (after is interrupts._interrupt)
+    finally:
+        signal.signal(signal.SIGINT, handler)
+        interrupts._pressed.clear()
 
 
 _PRELOAD = """
