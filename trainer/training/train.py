@@ -75,19 +75,11 @@ def train(cfg, workdir: str, role=None, on_accepted: Optional[Callable[[], None]
     recipe = graph_recipe(cfg)
     graph = _timed(timings, "graph",
                    lambda: _naming_columns(arrays, build_graph, recipe, arrays, placement, run_config))
-    # The config's hooks are checked now (imported, their classes checked). The runner's and TensorFlow's
-    # are built now too (a wrong tensor name fails before the dir is touched); a run naming other code is
-    # built only once accepted (every check passed, the dir held): a refused run calls none of it.
-    targets = check_user_hooks(cfg.hooks, cfg.checkpoint.listeners)
-    ours_or_tensorflows = all(t.split("=", 1)[1].startswith(("trainer.", "tensorflow.")) for t in targets)
-    if ours_or_tensorflows:
-        with graph.graph.as_default():
-            user = make_user_hooks(cfg.hooks, cfg.checkpoint.listeners)
+    targets, user = _user_hooks_now(cfg.hooks, cfg.checkpoint.listeners, graph)
     evaluation = _naming_columns(arrays, _evaluation, recipe, cfg.device, graph, arrays, device, run_config)
     # Checked before the first step: a wrong name fails now, not after training.
     objective = role.objective(cfg.eval.objective, evaluation)
-    run = _Run(cfg, workdir, graph, device, user if ours_or_tensorflows else None, role, timings, arrays, run_config,
-               evaluation, objective, precision)
+    run = _Run(cfg, workdir, graph, device, user, role, timings, arrays, run_config, evaluation, objective, precision)
     try:
         data = arrays.signature() if isinstance(arrays, FileSource) else None
         with role.claim(checkpoint_request(cfg), graph, workdir, data) as claimed:
@@ -95,7 +87,7 @@ def train(cfg, workdir: str, role=None, on_accepted: Optional[Callable[[], None]
                 return claimed.finished
             if on_accepted is not None:
                 on_accepted()
-            if not ours_or_tensorflows:
+            if run.user is None:
                 log.info("building the config's hooks: %s", ", ".join(targets))
                 with graph.graph.as_default():
                     run.user = make_user_hooks(cfg.hooks, cfg.checkpoint.listeners)
@@ -141,6 +133,18 @@ def _naming_columns(arrays, build, *args):
         if better is None:
             raise
         raise better from None
+
+
+def _user_hooks_now(hooks_cfg, listeners_cfg, graph: TrainGraph):
+    """The config's hooks, checked now (imported, their classes checked): ``(targets, hooks)``. The
+    runner's and TensorFlow's are built now too (a wrong tensor name fails before the dir is touched);
+    a run naming other code gets None, its hooks built only once accepted (every check passed, the dir
+    held): a refused run calls none of it."""
+    targets = check_user_hooks(hooks_cfg, listeners_cfg)
+    if not all(t.split("=", 1)[1].startswith(("trainer.", "tensorflow.")) for t in targets):
+        return targets, None
+    with graph.graph.as_default():
+        return targets, make_user_hooks(hooks_cfg, listeners_cfg)
 
 
 def _load_data(model_cfg, data_cfg, batch_size: int):

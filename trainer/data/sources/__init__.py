@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 from trainer.config.targets import callable_name
 from trainer.data.ahead import NOT_LOADED, taken
 from trainer.data.arrays import NUM_CLASSES, Arrays, held_out
-from trainer.data.files import FileSource
+from trainer.data.files import FileSource, load_files
 from trainer.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -70,6 +70,31 @@ class ArraySource(Source):
         arrays = replace(arrays, train_x=arrays.train_x[:n], train_y=arrays.train_y[:n], test_x=arrays.test_x[:m],
                          test_y=arrays.test_y[:m])
         return held_out(arrays, data_cfg.get("validation_examples"))
+
+
+class StreamedFiles(Source):
+    """``data=tfrecord`` and ``data=csv``: records streamed from files (``trainer.data.files``)."""
+
+    read_ahead = False  # its records are checked with TensorFlow's protobufs: a second thread importing
+    # TensorFlow during the main thread's import is a module-lock deadlock
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def check(self, data_cfg) -> None:
+        # "???" in a data yaml does not survive the merge onto the schema's defaults: unset reads None.
+        for key in ("train_files", "eval_files", "label_key"):
+            if not given(data_cfg, key):
+                raise ConfigError(f"data.{key} is not set; data={self.name} needs data.train_files, data.eval_files "
+                                  "(files or globs) and data.label_key")
+        super().check(data_cfg)
+
+    def load(self, data_cfg) -> FileSource:
+        for key in ("train_examples", "test_examples", "validation_examples"):
+            if data_cfg.get(key):
+                raise ConfigError(f"data.{key}: not for data={self.name} (streamed files); list the files to read in "
+                                  "data.train_files and data.eval_files")
+        return load_files(data_cfg)
 
 
 def source_names():
