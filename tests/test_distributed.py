@@ -426,11 +426,12 @@ def test_probe():
         assert probe(f"127.0.0.1:{port}") is None
 
 
-@pytest.mark.parametrize("cluster", [True, False])
-def test_the_record_ends_at_the_final_checkpoint_when_a_late_update_reached_the_evaluation(tmp_path, cluster):
+@pytest.mark.parametrize("cluster,saved,evaluated", [(True, 300, 301), (True, 301, 300), (False, 300, 300)])
+def test_the_record_ends_at_the_final_checkpoint_when_a_late_update_landed(tmp_path, cluster, saved, evaluated):
     """Asynchronous workers: another worker's last update can land between the chief's final checkpoint
-    and its final evaluation. ``global_step`` in metrics.json is then the checkpoint's (a restart continues
-    from it) and ``eval_step`` the evaluation's; a single process has no other writer and no ``eval_step``."""
+    and its final evaluation, either way round. ``global_step`` in metrics.json is then the checkpoint's (a
+    restart continues from it) and ``eval_step`` the evaluation's; a single process has no other writer and
+    no ``eval_step``."""
     import types
 
     import tensorflow as tf
@@ -450,11 +451,11 @@ def test_the_record_ends_at_the_final_checkpoint_when_a_late_update_reached_the_
         saver = tf1.train.Saver()
         with tf1.Session() as sess:
             sess.run(tf1.global_variables_initializer())
-            sess.run(step.assign(300))
-            saver.save(sess, str(ckpt / "model.ckpt"), global_step=300)
+            sess.run(step.assign(saved))
+            saver.save(sess, str(ckpt / "model.ckpt"), global_step=saved)
     metrics = MetricsLog(None)
     metrics.record("train", 300, {"loss": 0.5})
-    metrics.record("eval", 301 if cluster else 300, {"accuracy": 0.9, "loss": 0.4})
+    metrics.record("eval", evaluated, {"accuracy": 0.9, "loss": 0.4})
     cfg = OmegaConf.create({"session": {"kind": "monitored"}, "model": {"name": "mlp"}, "data": {"name": "synthetic"},
                             "optimizer": {"_target_": "tensorflow.compat.v1.train.GradientDescentOptimizer"},
                             "checkpoint": {"dir": str(ckpt)}, "train": {"max_steps": 300}})
@@ -462,5 +463,5 @@ def test_the_record_ends_at_the_final_checkpoint_when_a_late_update_reached_the_
     run = types.SimpleNamespace(cfg=cfg, device="cpu", timings={}, precision="fp32", objective="accuracy")
     task = ClusterTask(role, "", watchdog=None) if cluster else SingleProcess()
     record = task.record(run, 0, metrics, LoopStats(steps=150, train_secs=10.0), PreemptionHandler())
-    assert (record["global_step"], record["stop_reason"], record["eval_accuracy"]) == (300, "max_steps", 0.9)
-    assert record.get("eval_step") == (301 if cluster else None)
+    assert (record["global_step"], record["stop_reason"], record["eval_accuracy"]) == (saved, "max_steps", 0.9)
+    assert record.get("eval_step") == (evaluated if saved != evaluated else None)

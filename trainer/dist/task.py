@@ -96,11 +96,11 @@ class ClusterTask:
         if not self.is_chief:
             return worker_record(run, self.role, stats, preemption)
         step, later_eval = final_step(metrics, start_step), {}
-        # Another worker's last update can land between the final checkpoint and the final evaluation
-        # (asynchronous replicas): the run ends at the checkpoint's step, which a restart continues
-        # from; the evaluation's own step is kept beside it.
+        # Another worker's last update can land between the final evaluation and the final checkpoint,
+        # either way round (asynchronous replicas): the run ends at the checkpoint's step, which a
+        # restart continues from; the evaluation's own step is kept beside it.
         saved = latest_step(run.cfg.checkpoint.dir)
-        if saved is not None and saved < step:
+        if saved is not None and saved != step:
             later_eval, step = {"eval_step": int(step)}, saved
         extra = dict(role=self.role.name, local_steps=stats.steps,
                      cluster={job: list(a) for job, a in self.role.cluster.items()}, **later_eval)

@@ -190,7 +190,12 @@ class EvalHook(tf1.train.SessionRunHook):
     def end(self, session):
         if self._skip_final is not None and self._skip_final():
             return
-        if self._step is not None and self._step != self._last_eval_step:
+        if self._step is None:
+            return
+        # The global step now: in a cluster, another worker's last update can land after this
+        # task's last step, and the final checkpoint is written at the step it reaches.
+        self._step = int(session.run(self._graph.global_step))
+        if self._step != self._last_eval_step:
             self.evaluate(session)
 
     def evaluate(self, session) -> Optional[Dict[str, float]]:
