@@ -84,3 +84,15 @@ def test_public_programs_edits_are_counted_and_each_targets_a_file_of_its_progra
                                                            "x = lookup_ops.index_table_from_tensor(v)"]
     with pytest.raises(SystemExit, match="matches nothing in p.py"):
         edited(str(tmp_path), rules)
+
+
+def test_collective_probe_trains_when_every_worker_initialises():
+    """bench.collective_probe: two graph-mode MultiWorkerMirroredStrategy workers on loopback train to
+    the same weights once every worker initialises its own session (the deadlock's way out)."""
+    proc = subprocess.run([sys.executable, "-m", "bench.collective_probe", "--init", "every", "--steps", "40",
+                           "--timeout", "120"], capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert sorted(r["worker"] for r in records) == [0, 1]
+    assert records[0]["w"] == records[1]["w"]  # one model: the all-reduced update on both
+    assert all(abs(v - 1.0) < 1e-3 for v in records[0]["w"])  # y = x . [1, 1], learnt
