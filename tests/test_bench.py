@@ -96,3 +96,16 @@ def test_collective_probe_trains_when_every_worker_initialises():
     assert sorted(r["worker"] for r in records) == [0, 1]
     assert records[0]["w"] == records[1]["w"]  # one model: the all-reduced update on both
     assert all(abs(v - 1.0) < 1e-3 for v in records[0]["w"])  # y = x . [1, 1], learnt
+
+
+def test_scaling_bench_runs_and_counts_the_bytes(tmp_path):
+    """bench.scaling end to end on one small configuration; the bytes moved are the model's."""
+    out = tmp_path / "scaling.json"
+    proc = subprocess.run([sys.executable, "-m", "bench.scaling", "--workers", "2", "--strategies", "collective",
+                           "--steps", "10", "--rounds", "1", "--global-batch", "32", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (row,) = json.load(open(out))["medians"]
+    assert (row["strategy"], row["workers"]) == ("collective", 2)
+    assert row["bytes_per_worker_step"] == row["params"] * 4  # a ring of 2: 2 x 1/2 x P x 4 bytes
+    assert row["examples_per_sec"] > 0

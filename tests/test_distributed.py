@@ -16,7 +16,7 @@ import time
 import pytest
 
 from conftest import TINY
-from helpers import TRAIN, ckpt_steps as _ckpt_steps, wait_for_step
+from helpers import TESTS_DIR, TRAIN, ckpt_steps as _ckpt_steps, wait_for_step
 from trainer import run as execute
 from trainer.dist.roles import Role, free_ports, probe, resolve_role
 from trainer.errors import ClusterError, ConfigError, PortInUseError
@@ -39,7 +39,7 @@ class Dist:
     """A stand-in for the ``distributed`` config node."""
 
     def __init__(self, **kw):
-        defaults = dict(kind="cluster", cluster=None, job_name=None, task_index=0, num_ps=1, num_workers=2)
+        defaults = dict(kind="cluster", cluster=None, job_name=None, task_index=0, num_ps=1, num_workers=2, strategy="ps")
         self.__dict__.update(defaults, **kw)
 
 
@@ -61,6 +61,11 @@ def test_tf_config_each_task_type(task_type, index, is_chief, replica):
     assert role.cluster["ps"] == ("h3:2000", "h4:2000")
 
 
+def test_collective_cluster_has_no_ps_task():
+    role = resolve_role(Dist(cluster={"worker": ["a:1", "b:1"]}, job_name="worker", task_index=1, strategy="collective"), {})
+    assert (role.num_replicas, role.replica_index, role.is_chief) == (2, 1, False)
+
+
 def test_worker_0_is_chief_without_chief_job():
     cluster = {"worker": ["a:1", "b:1"], "ps": ["c:1"]}
     assert resolve_role(Dist(cluster=cluster, job_name="worker", task_index=0)).is_chief
@@ -78,6 +83,8 @@ def test_worker_0_is_chief_without_chief_job():
     (dict(cluster={"worker": ["a:1"], "ps": ["a:1"]}, job_name="worker"), None, "a:1 is given to more than one task"),
     (dict(cluster={"master": ["a:1"], "ps": ["b:1"]}, job_name="ps"), None, "distributed.cluster.master: unknown job"),
     (dict(cluster=None, job_name="ps"), None, "distributed.cluster is not set"),
+    (dict(cluster={"worker": ["a:1", "b:1"], "ps": ["c:1"]}, job_name="worker", strategy="collective"), None,
+     "distributed.strategy=collective keeps the variables on every worker"),
     (dict(kind="tf_config"), {}, "the TF_CONFIG environment variable is not set"),
     (dict(kind="tf_config"), {"TF_CONFIG": "{bad"}, "TF_CONFIG is not valid JSON"),
     (dict(kind="tf_config"), {"TF_CONFIG": json.dumps({"cluster": CLUSTER, "task": {"type": "worker", "index": 5}})},
@@ -97,12 +104,15 @@ def test_bad_cluster_specs(kw, env, fragment):
     (["distributed.sync_replicas=true", "train.on_nan=skip_step"], "train.on_nan=skip_step: SyncReplicasOptimizer"),
     (["distributed.replicas_to_aggregate=3"], "distributed.replicas_to_aggregate=3: must be 1..2"),
     (["distributed.max_wait_secs=0"], "distributed.max_wait_secs=0: must be > 0"),
+    (["distributed.strategy=collective", "distributed.sync_replicas=true"],
+     "every step is already synchronous"),
 ])
 def test_cluster_config_rules(make_cfg, overrides, fragment):
     from trainer.config.rules import validate
 
-    cfg = make_cfg("distributed=cluster", "+distributed.cluster={ps:['127.0.0.1:1'],worker:['127.0.0.1:2','127.0.0.1:3']}",
-                   "distributed.job_name=worker", *overrides)
+    cluster = "{worker:['127.0.0.1:2','127.0.0.1:3']}" if "distributed.strategy=collective" in overrides else \
+        "{ps:['127.0.0.1:1'],worker:['127.0.0.1:2','127.0.0.1:3']}"
+    cfg = make_cfg("distributed=cluster", f"+distributed.cluster={cluster}", "distributed.job_name=worker", *overrides)
     with pytest.raises(ConfigError) as e:
         validate(cfg)
     assert fragment in str(e.value)
@@ -465,3 +475,96 @@ def test_the_record_ends_at_the_final_checkpoint_when_a_late_update_landed(tmp_p
     record = task.record(run, 0, metrics, LoopStats(steps=150, train_secs=10.0), PreemptionHandler())
     assert (record["global_step"], record["stop_reason"], record["eval_accuracy"]) == (saved, "max_steps", 0.9)
     assert record.get("eval_step") == (evaluated if saved != evaluated else None)
+
+
+# --- collective all-reduce (distributed.strategy=collective) -------------------------------
+
+
+def _eval_loss(run_dir) -> float:
+    return json.load(open(os.path.join(run_dir, "metrics.json")))["eval_loss"]
+
+
+@pytest.mark.parametrize("model", [["model=mlp", "model.params.hidden_units=[16]"],
+                                   ["model=model_fn", "model.fn=user_models.own_momentum_classifier"]],
+                         ids=["runner_train_op", "model_fns_own_train_op"])
+def test_collective_workers_train_as_one_process_with_their_global_batch(tmp_path, model):
+    """Two workers, each a batch of 32 from its half of the data, all-reducing their gradients, give the
+    weights of one process with a batch of 64 (an unshuffled stream: each global batch is then the
+    same 64 examples); stopped at step 40 and resumed by the same command, it ends where the one
+    process does, and no ps task runs. A model_fn's own optimizer (``minimize``) is all-reduced too."""
+    common = [*model, "data=synthetic", "data.shuffle_buffer=1",
+              "checkpoint.every_steps=null", "eval.every_steps=1000", "log.progress=off"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([TESTS_DIR, os.environ.get("PYTHONPATH", "")]))  # user_models
+    one = subprocess.run([TRAIN, *common, "train.batch_size=64", "train.max_steps=60", "hydra.run.dir=one"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert one.returncode == 0, one.stderr[-3000:]
+    two = [TRAIN, *common, "train.batch_size=32", "distributed=local", "distributed.strategy=collective",
+           "distributed.num_workers=2", "distributed.progress_timeout_secs=60", "hydra.run.dir=two"]
+    for max_steps in (40, 60):
+        proc = subprocess.run([*two, f"train.max_steps={max_steps}"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300, env=env)
+        assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    record = json.load(open(tmp_path / "two" / "metrics.json"))
+    assert (record["status"], record["role"], record["global_step"], record["start_step"]) == \
+        ("finished", "worker-0", 60, 40)
+    assert _ckpt_steps(str(tmp_path / "two" / "checkpoints"))[-1] == 60
+    worker1 = json.load(open(tmp_path / "two" / "tasks" / "worker-1" / "metrics.json"))
+    assert worker1["status"] == "finished" and worker1["local_steps"] == 20  # the resumed run's steps
+    assert sorted(os.listdir(tmp_path / "two" / "logs")) == ["cluster-config.yaml", "worker-0.log", "worker-1.log"]
+    assert "the chief's variables are on every worker" in open(tmp_path / "two" / "logs" / "worker-1.log").read()
+    assert _eval_loss(tmp_path / "two") == pytest.approx(_eval_loss(tmp_path / "one"), rel=1e-5)
+
+
+def test_collective_refuses_a_train_op_that_no_optimizer_applied(make_cfg, tmp_path):
+    """Weights moved by hand (no optimizer's apply_gradients) cannot be all-reduced: refused before
+    training, naming the model_fn, instead of workers drifting apart."""
+    from trainer.model.model_fn import load_data_for
+    from trainer.dist.task import ClusterTask
+    from trainer.model.graph import build_graph
+    from trainer.plan import graph_recipe
+
+    cfg = make_cfg("model=model_fn", "model.fn=user_models.assigns_its_update", "data=synthetic")
+    role = Role("cluster", {"worker": ("127.0.0.1:1", "127.0.0.1:2")}, "worker", 0)
+    placement = ClusterTask(role, "", watchdog=None, collective=True).placement("cpu", 1, "fp32")
+    with pytest.raises(ConfigError, match="user_models.assigns_its_update returns a train_op that updates the "
+                                          "weights without an optimizer"):
+        build_graph(graph_recipe(cfg), load_data_for(cfg.model, cfg.data), placement)
+
+
+def test_collective_signal_to_one_worker_stops_every_worker_after_the_same_step(tmp_path):
+    """SIGTERM to worker 1 of a collective cluster (its machine being preempted): both workers stop
+    after the same step (the signal rides on an all-reduced flag), the chief saves that step, both
+    exit 143; the same two commands resume from it and finish."""
+    hosts = [f"127.0.0.1:{p}" for p in free_ports("127.0.0.1", 2)]
+    command = [TRAIN, "model=mlp", "model.params.hidden_units=[16]", "data=synthetic", "checkpoint.every_steps=null",
+               "eval.every_steps=100000", "log.progress=off", "log.every_steps=10", "distributed=cluster",
+               "distributed.strategy=collective", f"distributed.cluster={{worker:[{hosts[0]},{hosts[1]}]}}",
+               "distributed.progress_timeout_secs=60", "hydra.run.dir=run"]
+
+    def start(index, max_steps):
+        return subprocess.Popen([*command, f"train.max_steps={max_steps}", "distributed.job_name=worker",
+                                 f"distributed.task_index={index}"], cwd=tmp_path, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    procs = [start(0, 1_000_000), start(1, 1_000_000)]
+    try:
+        wait_for_step(tmp_path / "run", 20, procs[0])
+        procs[1].send_signal(signal.SIGTERM)
+        outputs = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    assert [p.returncode for p in procs] == [143, 143], outputs[0][1][-2000:] + outputs[1][1][-2000:]
+    assert "another worker was stopped by a signal" in open(tmp_path / "run" / "train.log").read()  # the chief's
+    record = json.load(open(tmp_path / "run" / "metrics.json"))
+    stopped = record["global_step"]
+    assert record["status"] == "preempted" and _ckpt_steps(str(tmp_path / "run" / "checkpoints"))[-1] == stopped
+    procs = [start(0, stopped + 20), start(1, stopped + 20)]
+    try:
+        outputs = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    assert [p.returncode for p in procs] == [0, 0], outputs[0][1][-2000:] + outputs[1][1][-2000:]
+    record = json.load(open(tmp_path / "run" / "metrics.json"))
+    assert (record["status"], record["start_step"], record["global_step"]) == ("finished", stopped, stopped + 20)

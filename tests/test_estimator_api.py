@@ -185,7 +185,7 @@ def test_run_config_fields_the_runner_cannot_honour_are_refused_by_name(tmp_path
     config = estimator.RunConfig(save_checkpoints_steps=50).replace(keep_checkpoint_max=2)
     assert (config.save_checkpoints_steps, config.save_checkpoints_secs, config.keep_checkpoint_max) == (50, None, 2)
     assert estimator.RunConfig().save_checkpoints_secs == 600  # Estimator's default
-    with pytest.raises(ValueError, match=r"train_distribute=OneDeviceStrategy\): only MirroredStrategy"):
+    with pytest.raises(ValueError, match=r"train_distribute=OneDeviceStrategy\): the runner runs MirroredStrategy"):
         estimator.RunConfig(train_distribute=tf.distribute.OneDeviceStrategy("/cpu:0")).settings()
     assert not [k for k in estimator.RunConfig(train_distribute=tf.distribute.MirroredStrategy(["/cpu:0"])).settings()
                 if k.startswith("device.")]  # one replica: nothing to change
@@ -194,6 +194,25 @@ def test_run_config_fields_the_runner_cannot_honour_are_refused_by_name(tmp_path
         num_replicas_in_sync = 2
 
     assert estimator.RunConfig(train_distribute=MirroredStrategy()).settings()["device.replicas"] == 2
+
+    class CentralStorageStrategy:  # the variables on the CPU, two towers: the runner's towers
+        num_replicas_in_sync = 2
+
+    assert estimator.RunConfig(train_distribute=CentralStorageStrategy()).settings()["device.replicas"] == 2
+    strategy = tf.distribute.experimental.MultiWorkerMirroredStrategy()
+    assert estimator.RunConfig(train_distribute=strategy).settings()["distributed.strategy"] == "collective"
+    ps_strategy = tf1.distribute.experimental.ParameterServerStrategy()
+    assert not [k for k in estimator.RunConfig(train_distribute=ps_strategy).settings() if k.startswith("distributed.")]
+    cluster = {"cluster": {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}, "task": {"type": "worker", "index": 0}}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TF_CONFIG", json.dumps(cluster))
+        assert estimator.RunConfig(train_distribute=ps_strategy).settings()["distributed.strategy"] == "ps"
+
+    class ParameterServerStrategyV2:  # TF 2's: a ClusterCoordinator's, never Estimator's
+        num_replicas_in_sync = 1
+
+    with pytest.raises(ValueError, match=r"train_distribute=ParameterServerStrategyV2\): the runner runs"):
+        estimator.RunConfig(train_distribute=ParameterServerStrategyV2()).settings()
     with pytest.raises(ValueError, match="var_name_to_vocab_info is not supported"):
         estimator.Estimator(model_fn, str(tmp_path), warm_start_from=estimator.WarmStartSettings(
             str(tmp_path), var_name_to_vocab_info={"w": estimator.VocabInfo("new.txt", 3, 1, "old.txt")})).train(
@@ -312,6 +331,43 @@ def test_train_and_evaluate_under_tf_config_runs_each_task_of_the_cluster(tmp_pa
     exports = os.listdir(job_dir / "export" / "latest")
     assert len(exports) == 1  # exports_to_keep=1
     assert "model.ckpt" not in " ".join(os.listdir(job_dir / "tasks" / "ps-0"))  # the ps saves nothing
+
+
+@pytest.mark.cluster
+def test_multi_worker_mirrored_strategy_program_trains_as_one_worker_with_the_global_batch(tmp_path):
+    """The "multi-worker training with Estimator" tutorial program, unedited: two workers of a TF_CONFIG
+    cluster with ``train_distribute=MultiWorkerMirroredStrategy()`` (batch 32 each) end with the
+    weights of the same program on one worker with batch 64: the model_fn's own ``minimize`` was
+    all-reduced (``distributed.strategy=collective``), and only the chief wrote checkpoints."""
+    from trainer.dist.roles import free_ports
+
+    program = os.path.join(PROGRAMS, "estimator_mwms.py")
+    one = subprocess.run([LAUNCHER, program, f"--model-dir={tmp_path / 'one'}", "--batch-size=64", "--one-worker"],
+                         capture_output=True, text=True, timeout=300)
+    assert one.returncode == 0, one.stderr[-3000:]
+    workers = [f"127.0.0.1:{p}" for p in free_ports("127.0.0.1", 2)]
+    procs = []
+    for index in range(2):
+        env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": {"worker": workers},
+                                                     "task": {"type": "worker", "index": index}}))
+        procs.append(subprocess.Popen([LAUNCHER, program, f"--model-dir={tmp_path / 'two'}", "--batch-size=32"],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    try:
+        outputs = [p.communicate(timeout=300)[0] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    for index, p in enumerate(procs):
+        assert p.returncode == 0, f"worker {index}:\n{outputs[index][-3000:]}"
+    chief = tf.train.latest_checkpoint(str(tmp_path / "two"))
+    reference = tf.train.latest_checkpoint(str(tmp_path / "one"))
+    assert tf.train.load_variable(chief, "global_step") == 40
+    names = [name for name, _ in tf.train.list_variables(reference) if name.startswith("dense")]
+    assert len(names) == 4 and names == [name for name, _ in tf.train.list_variables(chief) if name.startswith("dense")]
+    for name in names:
+        np.testing.assert_allclose(tf.train.load_variable(chief, name), tf.train.load_variable(reference, name),
+                                   rtol=1e-5, atol=1e-6)
+    assert "model.ckpt" not in " ".join(os.listdir(tmp_path / "two" / "tasks" / "worker-1"))
 
 
 USER_MODULE = '''

@@ -212,3 +212,26 @@ def keeps_two_checkpoints(features, labels, mode):
     logits = tf1.layers.dense(tf1.layers.flatten(features["x"]), 10)
     spec = classifier_spec(logits, labels, mode)
     return spec._replace(scaffold=tf1.train.Scaffold(saver=tf1.train.Saver(max_to_keep=2))) if mode == "train" else spec
+
+
+def own_momentum_classifier(features, labels, mode):
+    """A model_fn with its own train op, as Estimator-era model_fns returned it: ``minimize`` with the
+    global step (Momentum: optimizer slots too)."""
+    logits = tf1.layers.dense(tf1.layers.dense(tf1.layers.flatten(features["x"]), 16, tf.nn.relu), 10)
+    spec = classifier_spec(logits, labels, mode)
+    if mode != "train":
+        return spec
+    optimizer = tf1.train.MomentumOptimizer(0.05, 0.9)
+    return spec._replace(train_op=optimizer.minimize(spec.loss, global_step=tf1.train.get_global_step()))
+
+
+def assigns_its_update(features, labels, mode):
+    """A train op that moves the weights without an optimizer (a hand-written SGD step)."""
+    logits = tf1.layers.dense(tf1.layers.flatten(features["x"]), 10)
+    spec = classifier_spec(logits, labels, mode)
+    if mode != "train":
+        return spec
+    weights = tf1.trainable_variables()
+    grads = tf.gradients(spec.loss, weights)
+    updates = [w.assign_sub(0.1 * g) for w, g in zip(weights, grads)]
+    return spec._replace(train_op=tf.group(*updates, tf1.assign_add(tf1.train.get_global_step(), 1)))

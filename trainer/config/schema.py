@@ -57,6 +57,11 @@ class DistributedKind(Choice):
     local = "local"  # spawn a whole cluster of local processes on 127.0.0.1 (development and tests)
 
 
+class DistributedStrategy(Choice):
+    ps = "ps"  # the variables on ps tasks; each worker updates them (asynchronous, or sync_replicas)
+    collective = "collective"  # every worker holds the variables; gradients all-reduced each step (synchronous)
+
+
 class OnNan(Choice):
     stop = "stop"  # fail naming the step; the latest checkpoint stays the last good one
     skip_step = "skip_step"  # skip the update of that step (weights unchanged) and go on
@@ -249,12 +254,13 @@ class DistributedConfig:
     cluster: Any = None
     job_name: Optional[str] = None  # this task's job: chief | worker | ps | evaluator
     task_index: int = 0  # this task's index in its job
+    strategy: DistributedStrategy = DistributedStrategy.ps  # ps | collective (all-reduce, no ps tasks)
     sync_replicas: bool = False  # SyncReplicasOptimizer: each update averages replicas_to_aggregate gradients
     replicas_to_aggregate: Optional[int] = None  # null: every training task (chief + workers)
     max_wait_secs: float = 120.0  # how long a task waits for the cluster to answer and for the chief's init
     ready_poll_secs: float = 1.0  # seconds between a waiting worker's checks that the model is ready (TF: 30)
     progress_timeout_secs: float = 600.0  # watchdog: a task with no step done for this long exits naming the unreachable tasks
-    num_ps: int = 1  # distributed=local: ps tasks to spawn
+    num_ps: int = 1  # distributed=local: ps tasks to spawn (none under strategy=collective)
     num_workers: int = 2  # distributed=local: training tasks to spawn (worker 0 is the chief)
     host: str = "127.0.0.1"  # distributed=local: the address every task is given
 

@@ -131,7 +131,7 @@ class FileSource:
 
     def shard(self, replicas) -> Tuple[List[str], Optional[Tuple[int, int]]]:
         """(this task's files, record-level shard or None): by file when every task gets one."""
-        count, index = replicas
+        count, index = replicas[0], replicas[1]
         if count <= 1:
             return self.train_files, None
         if len(self.train_files) >= count:

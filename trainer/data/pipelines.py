@@ -60,6 +60,13 @@ def seed_or_random(seed: Optional[int]) -> int:
     return int(np.random.default_rng().integers(2**31)) if seed is None else int(seed)
 
 
+def batches_done(step: int, replicas) -> int:
+    """The batches one training task read by global step ``step``. ``replicas`` = (N, i) or (N, i, lockstep):
+    asynchronous tasks share the global step, so each read about step // N; tasks in lockstep
+    (``distributed.strategy=collective``: every global step is a step of every task) read ``step``."""
+    return step if len(replicas) > 2 and replicas[2] else step // replicas[0]
+
+
 def _shuffled_batches(examples, batch_size: int, seed: Optional[int], replicas, start_batch):
     """Batches of example indices, a full shuffle per epoch, starting at batch ``start_batch`` in
     constant time.
@@ -71,7 +78,7 @@ def _shuffled_batches(examples, batch_size: int, seed: Optional[int], replicas, 
     resumption then).
     """
     seed = seed_or_random(seed)
-    count, shard = replicas
+    count, shard = replicas[0], replicas[1]
     order = tf.range(shard, examples, count, dtype=tf.int64)  # this task's examples
     size = tf.size(order, out_type=tf.int64)
     position = start_batch * batch_size
@@ -139,7 +146,7 @@ def check_batch_fits(batch_size: int, examples: int, replicas=(1, 0)) -> None:
     Raises:
       ConfigError: naming ``train.batch_size`` and the largest that fits.
     """
-    count, shard = replicas
+    count, shard = replicas[0], replicas[1]
     share = len(range(shard, examples, count))
     if batch_size > share:
         task = "" if count <= 1 else f" of training task {shard} of {count}"
@@ -164,7 +171,7 @@ def make_pipeline(
     may be short.
 
     ``replicas`` = (N, i): a cluster's training task i of N reads every N-th example from the
-    i-th, and skips step // N batches (asynchronous replicas share the global step).
+    i-th, and on resuming skips the batches it read (:func:`batches_done`).
 
     Features reach the model as float32: uint8 pixels scaled to [0, 1], other numbers as they are;
     [N, H, W] images as [batch, H, W, 1].
@@ -209,7 +216,7 @@ def make_pipeline(
         if images_ph is not None:
             feed[images_ph] = images
         if skip is not None:
-            feed[skip] = step // replicas[0]
+            feed[skip] = batches_done(step, replicas)
         return feed
 
     return Pipeline(features, batch_labels, iterator.initializer, feeds)
@@ -366,7 +373,7 @@ def _csv_from_memory(lines: np.ndarray, examples: Callable, batch_size: int, see
         iterator = tf1.data.make_initializable_iterator(without_autotune_model(ds.prefetch(tf.data.AUTOTUNE)))
         features, labels = iterator.get_next()
     return Pipeline(features, labels, iterator.initializer,
-                    lambda step=0: {lines_ph: lines, skip: step // replicas[0]})
+                    lambda step=0: {lines_ph: lines, skip: batches_done(step, replicas)})
 
 
 def _examples(source: FileSource, pack_key: Optional[str], ignored) -> Callable:
@@ -445,7 +452,7 @@ def make_file_pipeline(source: FileSource, batch_size: int, train: bool, pack_ke
     def feeds(step: int = 0) -> dict:
         if not train:
             return {}
-        position = (step // replicas[0]) * batch_size
+        position = batches_done(step, replicas) * batch_size
         if not position:
             return {}
         per_epoch = source.epoch_records(replicas)
@@ -526,7 +533,7 @@ def make_input_fn_pipeline(input_fn: Callable, path: str, mode: str, params: dic
             iterator = tf1.data.make_initializable_iterator(without_autotune_model(result.prefetch(tf.data.AUTOTUNE)))
             output = iterator.get_next()
             initializer = iterator.initializer
-            feeds = (lambda step=0: {skip: step // replicas[0]}) if skip is not None else (lambda step=0: {})
+            feeds = (lambda step=0: {skip: batches_done(step, replicas)}) if skip is not None else (lambda step=0: {})
         else:
             output, initializer, feeds = result, None, (lambda step=0: {})
     features, labels = _features_and_labels(output, callable_name(key, path, input_fn))

@@ -186,6 +186,7 @@ def launch(cfg, output_dir: str) -> Dict:
       Preempted: the launcher got SIGTERM / SIGINT (every task was stopped; the chief saved).
     """
     dist = cfg.distributed
+    num_ps = 0 if dist.strategy == "collective" else dist.num_ps
     previous = finished_run(cfg.checkpoint.dir, cfg.train.max_steps, output_dir)
     if previous:
         log.info("%s is already at step %d (train.max_steps=%s): nothing to do", output_dir,
@@ -199,20 +200,21 @@ def launch(cfg, output_dir: str) -> Dict:
     config_path = os.path.join(logs, "cluster-config.yaml")
     with _Signals() as signals:
         for attempt in range(1, START_ATTEMPTS + 1):
-            ports = free_ports(dist.host, dist.num_ps + dist.num_workers)
-            cluster = {"ps": [f"{dist.host}:{p}" for p in ports[: dist.num_ps]],
-                       "worker": [f"{dist.host}:{p}" for p in ports[dist.num_ps:]]}
+            ports = free_ports(dist.host, num_ps + dist.num_workers)
+            cluster = {"worker": [f"{dist.host}:{p}" for p in ports[num_ps:]]}
+            if num_ps:
+                cluster["ps"] = [f"{dist.host}:{p}" for p in ports[:num_ps]]
             task_cfg.distributed.cluster = cluster
             with open(config_path + ".tmp", "w") as f:
                 f.write(OmegaConf.to_yaml(task_cfg))
             os.replace(config_path + ".tmp", config_path)
             tasks = [_Task(job, i, os.path.join(logs, f"{job}-{i}.log"))
-                     for job in ("ps", "worker") for i in range(len(cluster[job]))]
+                     for job in ("ps", "worker") for i in range(len(cluster.get(job, ())))]
             log.info("local cluster %s; logs in %s", cluster, logs)
             try:
                 for task in tasks:
                     _spawn(task, config_path, output_dir)
-                outcome = _supervise(tasks, tasks[dist.num_ps], dist, signals)
+                outcome = _supervise(tasks, tasks[num_ps], dist, signals)
             # broad: whatever ends the launcher (Ctrl-C included), its tasks are stopped; the error goes on
             except BaseException:
                 _stop(tasks)

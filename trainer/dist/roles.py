@@ -85,7 +85,7 @@ def _split_address(key: str, address) -> Tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def _check_cluster(cluster, source: str) -> Dict[str, Tuple[str, ...]]:
+def _check_cluster(cluster, source: str, strategy: str = "ps") -> Dict[str, Tuple[str, ...]]:
     if not cluster:
         raise ConfigError(f"{source} is not set; give {{ps: [host:port], worker: [host:port, ...]}} (and chief: [host:port] if you want a separate chief)")
     checked = {}
@@ -100,7 +100,10 @@ def _check_cluster(cluster, source: str) -> Dict[str, Tuple[str, ...]]:
         checked[job] = tuple(str(a) for a in addresses)
     if len(checked.get("chief", ())) > 1:
         raise ConfigError(f"{source}.chief has {len(checked['chief'])} tasks; a cluster has at most one chief")
-    if not checked.get("ps"):
+    if strategy == "collective" and checked.get("ps"):
+        raise ConfigError(f"{source} has ps tasks, but distributed.strategy=collective keeps the variables on every "
+                          "worker and all-reduces the gradients: remove the ps job, or use distributed.strategy=ps")
+    if strategy != "collective" and not checked.get("ps"):
         raise ConfigError(f"{source} has no ps task; between-graph training keeps the variables on ps tasks: add ps: [host:port]")
     if not (checked.get("chief") or checked.get("worker")):
         raise ConfigError(f"{source} has no chief or worker task; add worker: [host:port, ...]")
@@ -158,18 +161,19 @@ def resolve_role(dist, environ=None) -> Role:
     kind = dist.kind
     if kind == "none":
         return Role("none")
+    strategy = str(dist.strategy)
     if kind == "local":
-        for key in ("num_ps", "num_workers"):
+        for key in ("num_workers",) if strategy == "collective" else ("num_ps", "num_workers"):
             if getattr(dist, key) < 1:
                 raise ConfigError(f"distributed.{key}={getattr(dist, key)}: distributed=local needs at least 1")
         return Role("local")
     if kind == "cluster":
-        cluster = _check_cluster(dist.cluster, "distributed.cluster")
+        cluster = _check_cluster(dist.cluster, "distributed.cluster", strategy)
         _check_task(cluster, dist.job_name, dist.task_index, "distributed.job_name", "distributed.task_index")
         return Role("cluster", cluster, dist.job_name, int(dist.task_index))
     if kind == "tf_config":
         raw_cluster, job, index = read_tf_config(environ)
-        cluster = _check_cluster(raw_cluster, "TF_CONFIG cluster")
+        cluster = _check_cluster(raw_cluster, "TF_CONFIG cluster", strategy)
         _check_task(cluster, job, index, "TF_CONFIG task.type", "TF_CONFIG task.index")
         return Role("tf_config", cluster, job, index)
     raise NotImplementedError(f"distributed.kind={kind!r}; use none, cluster, tf_config or local")
@@ -191,6 +195,9 @@ def check_distributed(cfg) -> None:
     mode = cfg.mode
     if mode not in ("train", "train_and_evaluate"):
         raise ConfigError(f"mode={mode}: a cluster only trains; run mode={mode} with distributed=none on the chief's checkpoint dir")
+    if dist.strategy == "collective" and dist.sync_replicas:
+        raise ConfigError("distributed.sync_replicas=true: with distributed.strategy=collective every step is already "
+                          "synchronous (the gradients are all-reduced); drop sync_replicas")
     if dist.sync_replicas and cfg.train.on_nan == "skip_step":
         raise ConfigError("train.on_nan=skip_step: SyncReplicasOptimizer's update cannot be guarded; use train.on_nan=stop "
                           "with distributed.sync_replicas=true")

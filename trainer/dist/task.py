@@ -52,6 +52,7 @@ class ClusterTask:
     max_wait_secs: float = 120.0
     ready_poll_secs: float = 1.0
     progress_timeout_secs: float = 600.0
+    collective: bool = False  # distributed.strategy=collective: no ps; each worker holds the variables
     hooks: List = field(init=False)  # added to every task's hooks: the watchdog's
 
     def __post_init__(self):
@@ -70,7 +71,10 @@ class ClusterTask:
         return self.role
 
     def session_config(self, config):
-        """Sessions see the ps tasks and this task only: a restarting worker does not stall the others."""
+        """Sessions see the ps tasks and this task only: a restarting worker does not stall the others.
+        Under the collective strategy, this task only, with the chief leading the collective ops."""
+        if self.collective:
+            return collective_config(self.role, config)
         config.device_filters.extend(["/job:ps", self.role.device()])
         return config
 
@@ -88,9 +92,13 @@ class ClusterTask:
     def checkpoint_dir(self, ckpt_dir: str) -> Optional[str]:
         return ckpt_dir if self.is_chief else None
 
-    @staticmethod
-    def fetches(graph):
-        return [graph.train_op, graph.step_before]  # the step before: the worker's record counts from it
+    def fetches(self, graph):
+        """The train op and the step before it (the worker's record counts from it); under the collective
+        strategy also the step's finite flag, which the chief's NaN guard fetches: every worker's step
+        must run the same collective graph."""
+        if self.collective:
+            return [graph.train_op, graph.step_before, graph.step_is_finite]
+        return [graph.train_op, graph.step_before]
 
     def record(self, run, start_step, metrics, stats, preemption) -> Dict:
         if not self.is_chief:
@@ -117,6 +125,13 @@ class ClusterTask:
         """Variables round-robin on the ps tasks, every other op on this task (its GPU when ``device`` is
         gpu); ``replicas`` (one process's towers) is refused for a cluster by the config's checks."""
         worker_device = self.role.device() + ("/device:GPU:0" if device == "gpu" else "/device:CPU:0")
+        if self.collective:
+            return Placement(device_fn=tf1.train.replica_device_setter(ps_tasks=0, worker_device=worker_device),
+                             local_device=worker_device,
+                             replicas=(self.role.num_replicas, self.role.replica_index, True),
+                             loss_scale=precision == "fp16",
+                             # A peer gone: the watchdog names it first; the ops' own timeout only backs it up.
+                             collective=(self.role.num_replicas, self.role.is_chief, self.progress_timeout_secs + 30))
         setter = tf1.train.replica_device_setter(
             ps_tasks=len(self.role.cluster["ps"]), worker_device=worker_device,
             cluster=tf1.train.ClusterSpec({j: list(a) for j, a in self.role.cluster.items()}))
@@ -127,7 +142,7 @@ class ClusterTask:
 
     def session_options(self, options, graph):
         """``options`` for this task: its master, the worker's wait for the chief."""
-        options = replace(options, is_chief=self.role.is_chief, master=self.target,
+        options = replace(options, is_chief=self.role.is_chief, master=self.target, initializes=self.collective,
                           max_wait_secs=self.max_wait_secs, ready_poll_secs=self.ready_poll_secs)
         if graph.sync_optimizer is not None and self.role.is_chief:
             # SyncReplicasOptimizer's chief queue runner stays blocked for gradients that no longer
@@ -166,6 +181,15 @@ def _going_on(claiming):
         yield Claim(claimed.start_step, None)
 
 
+def collective_config(role: Role, config):
+    """``config`` for a task of a collective cluster: it sees itself only, and the chief leads the
+    collective ops (what ``MultiWorkerMirroredStrategy.update_config_proto`` sets)."""
+    job, index = role.chief
+    config.experimental.collective_group_leader = f"/job:{job}/replica:0/task:{index}"
+    config.device_filters.append(role.device())
+    return config
+
+
 def task_dir(workdir: str, role: Role) -> str:
     """The chief works in the run dir itself (resuming as a single process does); every other task
     in ``<run dir>/tasks/<job>-<index>``."""
@@ -184,16 +208,18 @@ def run_task(cfg, workdir: str, role: Role) -> Dict:
     watchdog = Watchdog(role)
     try:
         watchdog.expect(dist.max_wait_secs, "starting this task's server")
-        server = start_server(role, quiet=not cfg.log.tf_verbose)
+        collective = dist.strategy == "collective"
+        server = start_server(role, config=collective_config(role, tf1.ConfigProto()) if collective else None,
+                              quiet=not cfg.log.tf_verbose)
         if role.job == "ps":
             watchdog.stop()  # the ps has its own deadline: the training tasks' reachability
             result = serve_ps(role, server, dist.progress_timeout_secs)
             write_json(os.path.join(here, "metrics.json"), result)
             return result
         task = ClusterTask(role, server.target, watchdog, dist.sync_replicas, dist.replicas_to_aggregate,
-                           dist.max_wait_secs, dist.ready_poll_secs, dist.progress_timeout_secs)
+                           dist.max_wait_secs, dist.ready_poll_secs, dist.progress_timeout_secs, collective)
         result = train(cfg, here, role=task)
-        if result.get("status") == "finished":
+        if result.get("status") == "finished" and role.cluster.get("ps"):
             signal_done(role, server.target, watchdog, dist.max_wait_secs)
         return result
     finally:

@@ -122,7 +122,7 @@ class RunConfig:
         for name in _UNSUPPORTED:
             if getattr(self, name) is not None:
                 raise ValueError(f"RunConfig({name}=...): the runner has no equivalent; leave it unset")
-        out = {**_strategy_settings(self.train_distribute), "train.seed": _plain(self.tf_random_seed),
+        out = {**_strategy_settings(self.train_distribute, self.distributed), "train.seed": _plain(self.tf_random_seed),
                "summary.every_steps": _plain(self.save_summary_steps or 0),
                "checkpoint.every_steps": _plain(self.save_checkpoints_steps),
                "checkpoint.every_secs": _plain(self.save_checkpoints_secs),
@@ -178,15 +178,37 @@ def _tf_config(raw: Optional[str]) -> Dict:
     return config
 
 
-def _strategy_settings(strategy) -> Dict[str, int]:
-    """``train_distribute``: a ``MirroredStrategy`` is the runner's towers (``device.replicas``: one
-    per device, gradients averaged), the same thing; any other strategy is refused."""
+# train_distribute's classes (TF 2's and tf.compat.v1's names) and what the runner runs for each.
+TOWERS = ("MirroredStrategy", "MirroredStrategyV1", "CentralStorageStrategy", "CentralStorageStrategyV1")
+COLLECTIVE = ("CollectiveAllReduceStrategy", "CollectiveAllReduceStrategyV1")  # MultiWorkerMirroredStrategy
+PARAMETER_SERVER = ("ParameterServerStrategyV1",)  # tf.compat.v1.distribute.experimental.ParameterServerStrategy
+
+
+def _strategy_settings(strategy, cluster: bool) -> Dict[str, Any]:
+    """``train_distribute`` as the runner's keys, the way Estimator ran each strategy:
+
+    - ``MirroredStrategy`` and ``CentralStorageStrategy``: the runner's towers (``device.replicas``: one
+      per device, the variables on the CPU, gradients averaged); so is ``ParameterServerStrategy``
+      without a ``TF_CONFIG`` cluster (Estimator's local mode);
+    - ``MultiWorkerMirroredStrategy``: ``distributed.strategy=collective`` (every worker of the
+      ``TF_CONFIG`` cluster holds the variables, gradients all-reduced each step);
+    - ``ParameterServerStrategy`` with a cluster: the ps tasks hold the variables and each worker
+      updates them asynchronously (``distributed.strategy=ps``).
+
+    Any other strategy is refused by name (TF 2's ``ParameterServerStrategy`` needs a
+    ``ClusterCoordinator``, which Estimator never ran)."""
     if strategy is None:
         return {}
-    if type(strategy).__name__ != "MirroredStrategy":
-        raise ValueError(f"RunConfig(train_distribute={type(strategy).__name__}): only MirroredStrategy (the "
-                         "runner's towers) is run here; leave it unset (one process), or set TF_CONFIG for a "
-                         "cluster of tasks")
+    kind = type(strategy).__name__
+    if kind in COLLECTIVE:
+        return {"distributed.strategy": "collective"}
+    if kind in PARAMETER_SERVER and cluster:
+        return {"distributed.strategy": "ps"}
+    if kind not in TOWERS + PARAMETER_SERVER:
+        raise ValueError(f"RunConfig(train_distribute={kind}): the runner runs MirroredStrategy and "
+                         "CentralStorageStrategy (its towers), MultiWorkerMirroredStrategy (all-reduce across the "
+                         "TF_CONFIG cluster's workers) and tf.compat.v1's ParameterServerStrategy; leave it unset "
+                         "(one process), or use one of those")
     replicas = int(strategy.num_replicas_in_sync)
     return {"device.replicas": replicas} if replicas > 1 else {}
 

@@ -14,7 +14,7 @@ import tensorflow as tf
 from trainer.config.targets import instantiate, load_callable
 from trainer.errors import ConfigError
 from trainer.hooks.evaluation import EvalHook
-from trainer.hooks.builtin import (CheckpointSaverHook, InputInitHook, MetricsHook, NanGuardHook, PreemptionHook,
+from trainer.hooks.builtin import (BroadcastHook, CheckpointSaverHook, CollectiveStopHook, InputInitHook, MetricsHook, NanGuardHook, PreemptionHook,
                                   ReleaseSyncWorkersHook, StalledStepHook, StopAtLastStepHook, TrainingSummaryHook,
                                   open_event_writers)
 
@@ -153,7 +153,10 @@ def make_training_hooks(cadence: Cadence, graph, user: UserHooks, parts: RunPart
         # The checkpoint dir's graph and meta graph: the CheckpointSaverHook's thread writes them.
         open_event_writers({cadence.ckpt_dir: None, **({eval_dir: graph.graph} if parts.evaluation is not None else {})})
     input_init = InputInitHook(graph.train_input, graph.global_step)
-    every = [*role.hooks, input_init, PreemptionHook(preemption)]
+    stop = PreemptionHook(preemption) if graph.stop_flags is None else CollectiveStopHook(preemption, graph.stop_flags)
+    every = [*role.hooks, input_init, stop]
+    if graph.broadcast_op is not None:
+        every.insert(0, BroadcastHook(graph.broadcast_op))
     if cadence.max_steps:
         every.insert(-1, StopAtLastStepHook(graph.step_after, cadence.max_steps))
     eval_hook = None

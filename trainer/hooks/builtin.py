@@ -5,6 +5,7 @@ guard, metrics, preemption and SyncReplicas' release. Users do not configure the
 import contextlib
 import logging
 import os
+import signal
 import threading
 import time
 from typing import Callable, Dict, Optional
@@ -20,6 +21,43 @@ from trainer.records import MetricsLog
 
 tf1 = tf.compat.v1
 log = logging.getLogger("trainer")
+
+
+class BroadcastHook(tf1.train.SessionRunHook):
+    """``distributed.strategy=collective``: once the session is created, every worker takes the chief's
+    values (``broadcast_op``: the chief sends, each other worker receives), before any step."""
+
+    def __init__(self, broadcast_op):
+        self._op = broadcast_op
+
+    def after_create_session(self, session, coord):
+        started = time.time()
+        session.run(self._op)
+        log.info("the chief's variables are on every worker (%.1fs)", time.time() - started)
+
+
+class CollectiveStopHook(tf1.train.SessionRunHook):
+    """``distributed.strategy=collective``, in place of :class:`PreemptionHook`: every worker stops after
+    the same step, since a worker gone leaves the others waiting in the next all-reduce. A signal to
+    any worker (``handler``, its PreemptionHandler) is fed into the next step's all-reduced flag
+    (``flags``: ``Collective.stop_flags``), and every worker stops after that step; the chief saves.
+    A worker stopped by another's signal records it as its own (preempted, to be resumed)."""
+
+    def __init__(self, handler, flags):
+        self._handler = handler
+        self._requested, self._anywhere = flags
+
+    def before_run(self, run_context):
+        return tf1.train.SessionRunArgs(self._anywhere, feed_dict={self._requested: self._handler.signum is not None})
+
+    def after_run(self, run_context, run_values):
+        if not run_values.results:
+            return
+        if self._handler.signum is None:
+            log.warning("another worker was stopped by a signal: every worker stops after this step")
+            self._handler.signum = signal.SIGTERM
+        run_context.request_stop()
+        self._handler.acknowledge()
 
 
 class InputInitHook(tf1.train.SessionRunHook):

@@ -27,6 +27,7 @@ from trainer.model.averaging import averaged_train_op, averages_getter, make_ave
 from trainer.model.names import TRAIN_SUMMARY_COLLECTION, name_tensor
 from trainer.model.scaffold import make_scaffold
 from trainer.model.schedules import is_constant
+from trainer.model.collective import Collective, all_reduced_optimizers, made_any
 from trainer.model.towers import Tower, split_batch, tower_device, weighted_mean
 from trainer.model.train_op import make_train_op
 
@@ -41,10 +42,11 @@ class Placement:
     model_device: Optional[str] = None  # the model's ops (e.g. /device:GPU:0); None: TensorFlow's choice
     device_fn: Optional[Callable] = None  # a device function over the whole graph (replica_device_setter)
     local_device: Optional[str] = None  # evaluation's metric variables: this task's own, not the ps's
-    replicas: Tuple[int, int] = (1, 0)  # (training tasks, this task's index): the training data's shard
+    replicas: Tuple = (1, 0)  # (training tasks, this task's index[, in lockstep]): the training data's shard
     sync: Optional[Tuple[int, int]] = None  # (replicas_to_aggregate, total replicas): SyncReplicasOptimizer
     towers: Tuple[str, ...] = ()  # device.replicas > 1: each tower's device (the model's variables on the CPU)
     loss_scale: bool = False  # fp16: dynamic loss scaling around the optimizer
+    collective: Optional[Tuple[int, bool, float]] = None  # (workers, this is the chief, timeout secs): all-reduce
 
 
 def single_process(device: str, replicas: int = 1, precision: str = "fp32") -> Placement:
@@ -91,6 +93,8 @@ class TrainGraph:
     sync_optimizer: Optional[object] = None  # distributed.sync_replicas: the SyncReplicasOptimizer
     sync_release_op: Optional[object] = None  # ... and an op handing every worker a token at the end
     average: Optional[object] = None  # train.ema_decay: the ExponentialMovingAverage of the trainable variables
+    broadcast_op: Optional[object] = None  # distributed.strategy=collective: the chief's values to every worker
+    stop_flags: Optional[Tuple] = None  # ... and (this worker asks to stop, some worker asked): Collective.stop_flags
 
 
 class NotShareable(Exception):
@@ -220,7 +224,32 @@ def _add_towers_accuracy(specs, labels) -> None:
         _add_train_accuracy(EstimatorSpec(mode=ModeKeys.TRAIN, predictions={"classes": classes}), labels)
 
 
-def _train_part(model: _Model, train_input, global_step, placement: Placement):
+def _check_own_train_op(model: _Model, sync, collective) -> None:
+    """What a model_fn returning its own train_op cannot have: SyncReplicasOptimizer, the NaN guard's
+    skipped steps, the config's schedule, clipping and decay; under the collective strategy its update
+    must have gone through an optimizer (else nothing was all-reduced and the workers would drift apart).
+
+    Raises:
+      ConfigError: naming the key and the way out.
+    """
+    recipe, name = model.recipe, model.fn.name
+    if sync is not None:
+        raise ConfigError(f"distributed.sync_replicas=true: {name} returns its own train_op, "
+                          "which the runner cannot wrap in SyncReplicasOptimizer; return no train_op")
+    if collective is not None and not made_any(collective):
+        raise ConfigError(f"distributed.strategy=collective: {name} returns a train_op that updates the weights "
+                          "without an optimizer's apply_gradients/minimize, so no gradient is all-reduced and the "
+                          "workers would drift apart; use an optimizer, return no train_op, or use distributed.strategy=ps")
+    if recipe.train.on_nan == "skip_step":
+        raise ConfigError(f"train.on_nan=skip_step: {name} returns its own train_op, which the "
+                          "runner cannot guard; use train.on_nan=stop or return no train_op")
+    optimizer = recipe.optimizer
+    if not is_constant(optimizer) or optimizer.get("clip_norm") or optimizer.get("weight_decay"):
+        raise ConfigError(f"optimizer.schedule/clip_norm/weight_decay: {name} returns its own "
+                          "train_op, built with its own optimizer; drop those keys or return no train_op")
+
+
+def _train_part(model: _Model, train_input, global_step, placement: Placement, collective=None):
     """TRAIN mode: the spec, the loss, the NaN guard and the train op (the model's own, or one from config)."""
     recipe, sync = model.recipe, placement.sync
     towers = None
@@ -230,7 +259,9 @@ def _train_part(model: _Model, train_input, global_step, placement: Placement):
         loss = weighted_mean([t.loss for t in towers], towers, name="loss")
         _add_towers_accuracy(specs, train_input.labels)
     else:
-        spec = model.call(train_input, ModeKeys.TRAIN)
+        # Under the collective strategy a model_fn's own optimizer all-reduces its gradients.
+        with all_reduced_optimizers(collective) if collective is not None else contextlib.nullcontext():
+            spec = model.call(train_input, ModeKeys.TRAIN)
         if spec.loss is None:
             raise _no_loss(model)
         loss = tf.identity(spec.loss, name="loss")
@@ -243,16 +274,7 @@ def _train_part(model: _Model, train_input, global_step, placement: Placement):
     step_before = tf.identity(global_step.read_value(), name="step_before_update")
     name_tensor("step_before", step_before)
     if spec.train_op is not None:
-        if sync is not None:
-            raise ConfigError(f"distributed.sync_replicas=true: {model.fn.name} returns its own train_op, "
-                              "which the runner cannot wrap in SyncReplicasOptimizer; return no train_op")
-        if recipe.train.on_nan == "skip_step":
-            raise ConfigError(f"train.on_nan=skip_step: {model.fn.name} returns its own train_op, which the "
-                              "runner cannot guard; use train.on_nan=stop or return no train_op")
-        optimizer = recipe.optimizer
-        if not is_constant(optimizer) or optimizer.get("clip_norm") or optimizer.get("weight_decay"):
-            raise ConfigError(f"optimizer.schedule/clip_norm/weight_decay: {model.fn.name} returns its own "
-                              "train_op, built with its own optimizer; drop those keys or return no train_op")
+        _check_own_train_op(model, sync, collective)
         return spec, loss, loss_is_finite, step_before, spec.train_op, None
     # A step that is not finite is skipped in the graph where skipping is asked for, and where other
     # tasks share the variables (a cluster: they may save them first); elsewhere NanGuardHook stops
@@ -262,7 +284,7 @@ def _train_part(model: _Model, train_input, global_step, placement: Placement):
         train_op, sync_optimizer, step_ok = make_train_op(
             recipe.optimizer, spec.loss if towers is None else towers, global_step, update_ops, loss_is_finite, sync,
             loss_scale=placement.loss_scale, max_steps=recipe.train.max_steps, schedule_step=step_before,
-            guard_update=guard_update)
+            guard_update=guard_update, collective=collective)
     return spec, loss, step_ok, step_before, train_op, sync_optimizer
 
 
@@ -385,6 +407,7 @@ def _build(recipe: Recipe, arrays, placement: Placement, run_config, shared_eval
     model = _model(recipe, run_config, arrays)
     graph = tf.Graph()
     device_fn = graph.device(placement.device_fn) if placement.device_fn else contextlib.nullcontext()
+    collective = Collective(*placement.collective) if placement.collective else None
     with graph.as_default(), device_fn:
         seed_graph(recipe.train.seed)
         global_step = tf1.train.get_or_create_global_step()
@@ -393,12 +416,13 @@ def _build(recipe: Recipe, arrays, placement: Placement, run_config, shared_eval
                                            placement.replicas)
         with _device(placement.model_device):
             spec, loss, step_is_finite, step_before, train_op, sync_optimizer = _train_part(
-                model, train_input, global_step, placement)
+                model, train_input, global_step, placement, collective)
             average = None
             if recipe.train.ema_decay:
                 average = make_average(recipe.train.ema_decay, global_step)
                 train_op = averaged_train_op(average, train_op, tf1.trainable_variables())
             step_after = _step_after(train_op, global_step)
+            stop_flags = collective.stop_flags(train_op) if collective is not None else None
             train_summaries = list(tf1.get_collection(tf1.GraphKeys.SUMMARIES))
             evaluation = _shared_eval(model, arrays, placement, global_step, average) if shared_eval else None
         if evaluation is not None:
@@ -410,13 +434,15 @@ def _build(recipe: Recipe, arrays, placement: Placement, run_config, shared_eval
         summary_op = tf1.summary.merge(train_summaries) if train_summaries else None
         if summary_op is not None:
             tf1.add_to_collection(TRAIN_SUMMARY_COLLECTION, summary_op)
+        # Every worker starts from the chief's values (what it initialised or restored).
+        broadcast_op = collective.broadcast_op(tf1.global_variables()) if collective is not None else None
         saver = _spec_saver(spec) or make_saver(recipe.checkpoint)
         scaffold = make_scaffold(recipe.scaffold, recipe.init_from, saver, summary_op, spec.scaffold)
     return TrainGraph(
         graph=graph, global_step=global_step, step_before=step_before, step_after=step_after, loss=loss,
         step_is_finite=step_is_finite, train_op=train_op, train_input=train_input, evaluation=evaluation, summary_op=summary_op, saver=saver,
         scaffold=scaffold, spec=spec, sync_optimizer=sync_optimizer, sync_release_op=sync_release_op,
-        average=average,
+        average=average, broadcast_op=broadcast_op, stop_flags=stop_flags,
     )
 
 

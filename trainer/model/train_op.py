@@ -108,7 +108,7 @@ def _decayed(optimizer_cfg, rate, grads_and_vars):
 
 
 def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, sync=None, loss_scale=False,
-                  max_steps=None, schedule_step=None, guard_update=True):
+                  max_steps=None, schedule_step=None, guard_update=True, collective=None):
     """``optimizer.minimize`` after the model's update ops (batch-norm statistics), with a flag
     saying whether the step's loss and gradient norm were finite.
 
@@ -125,7 +125,9 @@ def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, 
     ``sync`` = (replicas_to_aggregate, total_num_replicas) wraps the optimizer in
     SyncReplicasOptimizer (unguarded: its queues cannot live in a cond branch). ``loss_scale``
     wraps it in dynamic loss scaling: an overflowing fp16 step is then the loss scaler's to skip
-    (it lowers the scale), so only a non-finite loss counts as a bad step.
+    (it lowers the scale), so only a non-finite loss counts as a bad step. ``collective`` (a
+    ``trainer.model.collective.Collective``) averages the gradients over the workers, and a step is
+    finite only where it is finite on every worker, so all of them apply or skip it alike.
 
     The learning rate follows ``optimizer.schedule`` at ``schedule_step`` (the global step before
     the update); ``optimizer.clip_norm`` clips the gradients' global norm and
@@ -151,6 +153,9 @@ def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, 
         return optimizer.apply_gradients(grads_and_vars, global_step=global_step), optimizer, loss_is_finite
     before = _snapshot_before(update_ops, global_step) if guard_update else []
     grads_and_vars = _gradients(optimizer, loss, update_ops)
+    if collective is not None:
+        grads_and_vars = collective.mean_gradients(grads_and_vars)
+        loss_is_finite = collective.all_true(loss_is_finite)
     grads = [g for g, _ in grads_and_vars if g is not None]
     norm = tf.linalg.global_norm(grads, name="gradient_norm") if grads else None
     grads_finite = tf.math.is_finite(norm) if grads and not loss_scale else tf.constant(True)

@@ -35,6 +35,9 @@ class SessionOptions:
     """How to create the session, beyond the Scaffold, hooks and checkpoint dir."""
 
     is_chief: bool = True
+    # a non-chief that initialises its own variables (distributed.strategy=collective: each worker
+    # holds them) instead of waiting for the chief's
+    initializes: bool = False
     master: str = ""  # a cluster task's own server; "" for an in-process session
     stop_grace_period_secs: int = 120  # queue-runner threads' time to stop when the session closes
     max_recoveries: Optional[int] = None  # monitored: session re-creations after session errors

@@ -68,9 +68,9 @@ class BoundedRecoveryCreator(tf1.train.SessionCreator):
 def monitored_session(scaffold, hooks: List, checkpoint_dir: Optional[str], config, options):
     """A MonitoredSession as ``MonitoredTrainingSession`` builds it, the runner's hooks in place of its
     defaults. ``options`` is a :class:`trainer.session.factory.SessionOptions`."""
-    if options.is_chief:
+    if options.is_chief or options.initializes:
         creator = tf1.train.ChiefSessionCreator(scaffold=scaffold, master=options.master, config=config,
-                                                checkpoint_dir=checkpoint_dir)
+                                                checkpoint_dir=checkpoint_dir if options.is_chief else None)
     else:
         creator = PollingWorkerSessionCreator(scaffold, options.master, config, options.max_wait_secs,
                                               options.ready_poll_secs)
