@@ -9,9 +9,19 @@ evaluation's loss, and the bytes each worker moves per step, from the model's pa
 - collective (ring all-reduce): each worker sends and receives 2 x (N - 1) / N x P x 4 bytes.
 
 On a machine with fewer cores than tasks the workers share the cores, so the rates measure the
-runner's overhead per task there, not what N machines would give (BENCHMARKS.md models that).
+runner's overhead per task there, not what N machines would give. ``--model-from JSON`` prints
+that instead, from a run's measured figures: the one-worker step time t1 at the global batch G
+(from ``collective`` with 1 worker, where no byte leaves the process) and the parameter count P,
+for N machines on a W Gbit/s network, each step's compute taken as t1 / N:
+
+- ps (one ps task, asynchronous): every worker step moves 2 x P x 4 bytes through the ps task's
+  link, which all N workers share, and waits one round trip: examples/s =
+  G / max(t1 / N + 64 P / W + 2 a, N x 64 P / W);
+- collective (ring all-reduce): examples/s = G / (t1 / N + 2 (N - 1) / N x 32 P / W + 2 (N - 1) a),
+  a = 50 microseconds a hop (an assumed datacenter latency, not measured here).
 
     python -m bench.scaling --model mlp --workers 1 2 4 --rounds 2 --json scaling.json
+    python -m bench.scaling --model-from scaling.json
 """
 
 import argparse
@@ -49,6 +59,26 @@ def run_once(model: str, strategy: str, workers: int, args, workdir: str) -> dic
             "bytes_per_worker_step": int(moved), "wall_secs": record.get("wall_secs")}
 
 
+HOP_SECS = 50e-6
+
+
+def network_model(path: str, machines=(2, 4, 8, 16), gbits=(10, 25, 100)) -> list:
+    """Modelled examples/s of ps and collective on N machines (see the module's docstring)."""
+    results = json.load(open(path))
+    batch = results["args"]["global_batch"]
+    (one,) = [m for m in results["medians"] if (m["strategy"], m["workers"]) == ("collective", 1)]
+    t1, params = batch / one["examples_per_sec"], one["params"]
+    rows = []
+    for gbit in gbits:
+        bits_per_sec = gbit * 1e9
+        for n in machines:
+            ps = batch / max(t1 / n + 64 * params / bits_per_sec + 2 * HOP_SECS, n * 64 * params / bits_per_sec)
+            ring = batch / (t1 / n + 2 * (n - 1) / n * 32 * params / bits_per_sec + 2 * (n - 1) * HOP_SECS)
+            rows.append({"model": one["model"], "gbit": gbit, "machines": n, "ps_examples_per_sec": round(ps),
+                         "collective_examples_per_sec": round(ring), "one_machine": round(batch / t1)})
+    return rows
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.scaling")
     parser.add_argument("--model", choices=sorted(MODELS), default="mlp")
@@ -58,7 +88,12 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json")
+    parser.add_argument("--model-from", help="a JSON this script wrote: print the N-machine model from it")
     args = parser.parse_args(argv)
+    if args.model_from:
+        for row in network_model(args.model_from):
+            print(json.dumps(row))
+        return
     root = tempfile.mkdtemp()
     runs = []
     try:

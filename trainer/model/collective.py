@@ -6,15 +6,16 @@ runs, over the tasks' gRPC servers; the session config names the chief as the gr
 
 Every worker builds the same graph, so the collective ops get the same instance keys in the same
 order on each: a worker whose graph differs would wait for a peer op that never comes (the ops'
-``timeout`` then ends the step). The ops of a step run one after another, in that order: run in
-whatever order each worker's executor picks, two workers each held threads blocked in ops the
-other had not started (seen with 2 workers on 2 cores: the step never ended).
+``timeout`` then ends the step). A step's gradients and flags go as one packed tensor per dtype,
+those collectives one after another: run in whatever order each worker's executor picked, two
+workers each held threads blocked in ops the other had not started (seen with 2 workers on 2
+cores: the step never ended), and one op per variable cost a round trip each.
 """
 
 import contextlib
 import sys
 import threading
-from typing import List
+from typing import List, Tuple
 
 import tensorflow as tf
 from tensorflow.python.ops import collective_ops
@@ -34,7 +35,8 @@ class Collective:
         self.group_size, self.is_source, self.timeout = int(group_size), bool(is_source), float(timeout)
         self._next_key = 1
         self._last = None  # the collective op made last: the next one waits for it
-        self.averaged = 0  # gradients averaged so far (mean_gradients)
+        self.averaged = 0  # gradients averaged so far (step)
+        self.stop_flags = None  # (this worker asks to stop, some worker asked): made by the first step()
 
     def _key(self) -> int:
         key, self._next_key = self._next_key, self._next_key + 1
@@ -47,39 +49,55 @@ class Collective:
         self._last = op
         return op
 
-    def mean(self, tensor):
-        """``tensor`` averaged over the workers (a sparse gradient is made dense first)."""
-        tensor = tf.convert_to_tensor(tensor)
-        if self.group_size == 1:  # a cluster of one worker: nothing to average
-            return tensor
+    def _mean(self, tensor):
         with self._after_last():
             return self._made(collective_ops.all_reduce(tensor, self.group_size, GROUP_KEY, self._key(),
                                                         merge_op="Add", final_op="Div", timeout=self.timeout))
 
-    def all_true(self, flag):
-        """True on every worker when ``flag`` (a bool tensor) is true on every worker."""
-        if self.group_size == 1:
-            return flag
-        with self._after_last():
-            bad = self._made(collective_ops.all_reduce(tf.cast(tf.logical_not(flag), tf.float32), self.group_size,
-                                                       GROUP_KEY, self._key(), merge_op="Add", final_op="Id",
-                                                       timeout=self.timeout))
-        return tf.equal(bad, 0.0)
+    def step(self, grads_and_vars: List, flags: Tuple = ()) -> Tuple[List, List]:
+        """A step's all-reduce: each gradient averaged over the workers, and for each bool tensor of
+        ``flags`` whether it is true on any worker; with them this worker's stop request
+        (``stop_flags``: fed by the hook, all-reduced, fetched). Gradients of one dtype (sparse ones
+        made dense) and the flags travel as one packed tensor: one collective a step, not one per
+        variable (each is a round trip between the workers).
 
-    def mean_gradients(self, grads_and_vars: List) -> List:
-        """Each gradient averaged over the workers, in the order given (the same on every worker)."""
+        Returns:
+          (the averaged (gradient, variable) pairs in the order given, the flags' "true anywhere").
+        """
         self.averaged += sum(g is not None for g, _ in grads_and_vars)
-        with tf1.name_scope("all_reduce"):
-            return [(None if g is None else self.mean(g), v) for g, v in grads_and_vars]
+        first = self.stop_flags is None
+        if first:
+            requested = tf1.placeholder_with_default(False, [], name="stop_requested")
+            flags = (*flags, requested)
+        if self.group_size == 1:  # a cluster of one worker: nothing to average
+            anywhere = list(flags)
+        else:
+            with tf1.name_scope("all_reduce"):
+                grads_and_vars, anywhere = self._packed(grads_and_vars, flags)
+        if first:
+            self.stop_flags = (requested, tf.identity(anywhere.pop(), name="stop_anywhere"))
+        return grads_and_vars, anywhere
 
-    def stop_flags(self, after):
-        """``(requested, anywhere)``: a bool this worker feeds (it was asked to stop), and that flag
-        all-reduced once ``after`` (the step's update) is done: some worker asked. Fetched in every
-        step by every worker, so that all of them stop after the same step."""
-        requested = tf1.placeholder_with_default(False, [], name="stop_requested")
-        with tf.control_dependencies([after]):
-            anywhere = tf.logical_not(self.all_true(tf.logical_not(requested)), name="stop_anywhere")
-        return requested, anywhere
+    def _packed(self, grads_and_vars: List, flags: Tuple) -> Tuple[List, List]:
+        dense = [(i, tf.convert_to_tensor(g)) for i, (g, _) in enumerate(grads_and_vars) if g is not None]
+        groups = {}
+        for i, g in dense:
+            groups.setdefault(g.dtype.base_dtype, []).append((i, g))
+        groups.setdefault(tf.float32, [])  # the flags ride with the float32 gradients
+        out, anywhere = list(grads_and_vars), []
+        for dtype in sorted(groups, key=lambda d: d.name):  # the same order on every worker
+            members = groups[dtype]
+            parts = [tf.reshape(g, [-1]) for _, g in members]
+            if dtype == tf.float32:
+                parts += [tf.reshape(tf.cast(f, tf.float32), [1]) for f in flags]
+            mean = self._mean(tf.concat(parts, axis=0))
+            sizes = [g.shape.num_elements() for _, g in members] + ([1] * len(flags) if dtype == tf.float32 else [])
+            pieces = tf.split(mean, sizes)
+            for (i, g), piece in zip(members, pieces):
+                out[i] = (tf.reshape(piece, tf.shape(g)), grads_and_vars[i][1])
+            if dtype == tf.float32:
+                anywhere = [tf.greater(piece[0], 0.0) for piece in pieces[len(members):]]
+        return out, anywhere
 
     def broadcast_op(self, variables: List):
         """An op giving every worker the chief's values of ``variables`` (sorted by name here, so the
@@ -125,7 +143,7 @@ def all_reduced_optimizers(collective: Collective):
                 return original(self, grads_and_vars, *args, **kwargs)
             _applying.depth = 1
             try:
-                return original(self, collective.mean_gradients(list(grads_and_vars)), *args, **kwargs)
+                return original(self, collective.step(list(grads_and_vars))[0], *args, **kwargs)
             finally:
                 _applying.depth = 0
         return apply_gradients

@@ -422,7 +422,6 @@ def _build(recipe: Recipe, arrays, placement: Placement, run_config, shared_eval
                 average = make_average(recipe.train.ema_decay, global_step)
                 train_op = averaged_train_op(average, train_op, tf1.trainable_variables())
             step_after = _step_after(train_op, global_step)
-            stop_flags = collective.stop_flags(train_op) if collective is not None else None
             train_summaries = list(tf1.get_collection(tf1.GraphKeys.SUMMARIES))
             evaluation = _shared_eval(model, arrays, placement, global_step, average) if shared_eval else None
         if evaluation is not None:
@@ -442,7 +441,7 @@ def _build(recipe: Recipe, arrays, placement: Placement, run_config, shared_eval
         graph=graph, global_step=global_step, step_before=step_before, step_after=step_after, loss=loss,
         step_is_finite=step_is_finite, train_op=train_op, train_input=train_input, evaluation=evaluation, summary_op=summary_op, saver=saver,
         scaffold=scaffold, spec=spec, sync_optimizer=sync_optimizer, sync_release_op=sync_release_op,
-        average=average, broadcast_op=broadcast_op, stop_flags=stop_flags,
+        average=average, broadcast_op=broadcast_op, stop_flags=collective.stop_flags if collective else None,
     )
 
 

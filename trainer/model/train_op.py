@@ -154,8 +154,8 @@ def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, 
     before = _snapshot_before(update_ops, global_step) if guard_update else []
     grads_and_vars = _gradients(optimizer, loss, update_ops)
     if collective is not None:
-        grads_and_vars = collective.mean_gradients(grads_and_vars)
-        loss_is_finite = collective.all_true(loss_is_finite)
+        grads_and_vars, (not_finite_anywhere,) = collective.step(grads_and_vars, (tf.logical_not(loss_is_finite),))
+        loss_is_finite = tf.logical_not(not_finite_anywhere)
     grads = [g for g, _ in grads_and_vars if g is not None]
     norm = tf.linalg.global_norm(grads, name="gradient_norm") if grads else None
     grads_finite = tf.math.is_finite(norm) if grads and not loss_scale else tf.constant(True)
