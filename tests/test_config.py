@@ -44,6 +44,10 @@ TF_CONFIG = '{"cluster": {"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]
 def test_every_option_composes_and_validates(make_cfg, monkeypatch, group, option):
     if option == "tf_config":
         monkeypatch.setenv("TF_CONFIG", TF_CONFIG)
+    if option == "slurm":  # what srun sets for task 1 of 2 on one node
+        for name, value in (("SLURM_PROCID", "1"), ("SLURM_STEP_NUM_TASKS", "2"), ("SLURM_STEP_NODELIST", "node01"),
+                            ("SLURM_STEP_TASKS_PER_NODE", "2")):
+            monkeypatch.setenv(name, value)
     if group == "hook":
         cfg = make_cfg(f"+hook@hooks.extra={option}", *REQUIRED.get(option, []))
         assert cfg.hooks.extra._target_ and cfg.hooks.extra.role in ("chief", "all")

@@ -18,7 +18,7 @@ import pytest
 from conftest import TINY
 from helpers import TESTS_DIR, TRAIN, ckpt_steps as _ckpt_steps, wait_for_step
 from trainer import run as execute
-from trainer.dist.roles import Role, free_ports, probe, resolve_role
+from trainer.dist.roles import Role, free_ports, port_in_use, probe, resolve_role
 from trainer.errors import ClusterError, ConfigError, PortInUseError
 
 pytestmark = pytest.mark.cluster
@@ -39,7 +39,8 @@ class Dist:
     """A stand-in for the ``distributed`` config node."""
 
     def __init__(self, **kw):
-        defaults = dict(kind="cluster", cluster=None, job_name=None, task_index=0, num_ps=1, num_workers=2, strategy="ps")
+        defaults = dict(kind="cluster", cluster=None, job_name=None, task_index=0, num_ps=1, num_workers=2, strategy="ps",
+                        port_base=8888)
         self.__dict__.update(defaults, **kw)
 
 
@@ -568,3 +569,59 @@ def test_collective_signal_to_one_worker_stops_every_worker_after_the_same_step(
     assert [p.returncode for p in procs] == [0, 0], outputs[0][1][-2000:] + outputs[1][1][-2000:]
     record = json.load(open(tmp_path / "run" / "metrics.json"))
     assert (record["status"], record["start_step"], record["global_step"]) == ("finished", stopped, stopped + 20)
+
+
+# --- SLURM (distributed=slurm) -------------------------------------------------------------
+
+
+def _slurm(procid, tasks, nodelist, per_node):
+    return {"SLURM_PROCID": str(procid), "SLURM_STEP_NUM_TASKS": str(tasks), "SLURM_STEP_NODELIST": nodelist,
+            "SLURM_STEP_TASKS_PER_NODE": per_node}
+
+
+@pytest.mark.parametrize("procid,strategy,job,index", [(0, "ps", "ps", 0), (1, "ps", "worker", 0), (2, "ps", "worker", 1),
+                                                       (0, "collective", "worker", 0), (2, "collective", "worker", 2)])
+def test_slurm_roles_come_from_tensorflows_resolver(procid, strategy, job, index):
+    """Three tasks on node01 (2) and node02 (1), as srun sets them: ranks in order, the first the ps
+    (none under collective); each node's tasks on port_base, port_base + 1."""
+    dist = Dist(kind="slurm", strategy=strategy, port_base=7000)
+    role = resolve_role(dist, _slurm(procid, 3, "node[01-02]", "2,1"))
+    assert (role.kind, role.job, role.index) == ("slurm", job, index)
+    hosts = ["node01:7000", "node01:7001", "node02:7000"]
+    assert role.cluster == ({"ps": (hosts[0],), "worker": tuple(hosts[1:])} if strategy == "ps" else
+                            {"worker": tuple(hosts)})
+    assert role.is_chief == (job == "worker" and index == 0) and role.distributed
+
+
+@pytest.mark.parametrize("env,fragment", [
+    ({}, "distributed=slurm: SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE "
+         "not set; run each task under srun"),
+    (_slurm(0, 1, "node01", "1"), "distributed.num_ps=1: the SLURM step has 1 task(s), none left to train"),
+])
+def test_slurm_outside_a_job_step_or_without_a_worker_is_refused(env, fragment):
+    with pytest.raises(ConfigError) as e:
+        resolve_role(Dist(kind="slurm", port_base=7000), env)
+    assert fragment in str(e.value) and "\n" not in str(e.value)
+
+
+def test_slurm_job_step_of_two_tasks_trains(tmp_path):
+    """Two tasks with the environment srun gives them (one node, 127.0.0.1), the collective strategy:
+    both exit 0 and the chief's checkpoint reaches max_steps."""
+    port = free_ports("127.0.0.1", 1)[0]
+    while port_in_use(port + 1):
+        port = free_ports("127.0.0.1", 1)[0]
+    command = [TRAIN, "model=mlp", "model.params.hidden_units=[16]", "data=synthetic", "train.max_steps=30",
+               "checkpoint.every_steps=null", "eval.every_steps=1000", "log.progress=off", "distributed=slurm",
+               "distributed.strategy=collective", f"distributed.port_base={port}", "hydra.run.dir=run"]
+    procs = [subprocess.Popen(command, cwd=tmp_path, env=dict(os.environ, **_slurm(i, 2, "127.0.0.1", "2")),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    try:
+        outputs = [p.communicate(timeout=180) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    assert [p.returncode for p in procs] == [0, 0], outputs[0][1][-2000:] + outputs[1][1][-2000:]
+    record = json.load(open(tmp_path / "run" / "metrics.json"))
+    assert (record["status"], record["role"], record["global_step"]) == ("finished", "worker-0", 30)
+    assert record["cluster"] == {"worker": [f"127.0.0.1:{port}", f"127.0.0.1:{port + 1}"]}
+    assert _ckpt_steps(str(tmp_path / "run" / "checkpoints"))[-1] == 30

@@ -23,6 +23,7 @@ from trainer.cli.hydra_record import discard_staged, stage_record, staged_record
 from trainer.cli.resume import resumed_config
 from trainer.compat import hydra_run
 from trainer.config.schema import register_configs
+from trainer.dist.roles import DISTRIBUTED_KINDS
 from trainer.errors import exit_now, exit_on_error
 from trainer.interrupts import release_ctrl_c
 from trainer.sweep.job import report_failed_jobs, run_job
@@ -63,7 +64,7 @@ def job_function(cfg) -> float:
         objective = exit_on_error(job)
     finally:
         discard_staged(hc.runtime.output_dir, hc.output_subdir)
-    if cfg.distributed.kind in ("cluster", "tf_config"):
+    if cfg.distributed.kind in DISTRIBUTED_KINDS:
         exit_now(0)  # a cluster task: its gRPC server goes only with the process
     return objective
 

@@ -55,6 +55,7 @@ class DistributedKind(Choice):
     cluster = "cluster"  # one task of distributed.cluster: distributed.job_name, distributed.task_index
     tf_config = "tf_config"  # the cluster and this task from the TF_CONFIG environment variable
     local = "local"  # spawn a whole cluster of local processes on 127.0.0.1 (development and tests)
+    slurm = "slurm"  # the cluster and this task from SLURM's environment (srun): TF's SlurmClusterResolver
 
 
 class DistributedStrategy(Choice):
@@ -260,7 +261,8 @@ class DistributedConfig:
     max_wait_secs: float = 120.0  # how long a task waits for the cluster to answer and for the chief's init
     ready_poll_secs: float = 1.0  # seconds between a waiting worker's checks that the model is ready (TF: 30)
     progress_timeout_secs: float = 600.0  # watchdog: a task with no step done for this long exits naming the unreachable tasks
-    num_ps: int = 1  # distributed=local: ps tasks to spawn (none under strategy=collective)
+    num_ps: int = 1  # distributed=local: ps tasks to spawn; =slurm: SLURM tasks that are ps (none under strategy=collective)
+    port_base: int = 8888  # distributed=slurm: each node's tasks listen on port_base, port_base + 1, ...
     num_workers: int = 2  # distributed=local: training tasks to spawn (worker 0 is the chief)
     host: str = "127.0.0.1"  # distributed=local: the address every task is given
 

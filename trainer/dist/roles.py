@@ -15,6 +15,7 @@ from trainer.errors import ConfigError
 
 log = logging.getLogger("trainer")
 
+DISTRIBUTED_KINDS = ("cluster", "tf_config", "slurm")  # this process is one task of a cluster
 TRAINING_JOBS = ("chief", "worker")
 CLUSTER_JOBS = ("chief", "worker", "ps")
 ROLE_JOBS = CLUSTER_JOBS + ("evaluator",)
@@ -24,14 +25,14 @@ ROLE_JOBS = CLUSTER_JOBS + ("evaluator",)
 class Role:
     """One task of a cluster (or the single process of ``distributed=none``)."""
 
-    kind: str  # none | cluster | tf_config | local
+    kind: str  # none | cluster | tf_config | local | slurm
     cluster: Dict[str, Tuple[str, ...]] = field(default_factory=dict)  # job -> addresses; no evaluator
     job: str = "chief"
     index: int = 0
 
     @property
     def distributed(self) -> bool:
-        return self.kind in ("cluster", "tf_config")
+        return self.kind in DISTRIBUTED_KINDS
 
     @property
     def name(self) -> str:
@@ -176,7 +177,65 @@ def resolve_role(dist, environ=None) -> Role:
         cluster = _check_cluster(raw_cluster, "TF_CONFIG cluster", strategy)
         _check_task(cluster, job, index, "TF_CONFIG task.type", "TF_CONFIG task.index")
         return Role("tf_config", cluster, job, index)
-    raise NotImplementedError(f"distributed.kind={kind!r}; use none, cluster, tf_config or local")
+    if kind == "slurm":
+        cluster, job, index = read_slurm(dist, environ)
+        return Role("slurm", _check_cluster(cluster, "the SLURM cluster", strategy), job, index)
+    raise NotImplementedError(f"distributed.kind={kind!r}; use none, cluster, tf_config, local or slurm")
+
+
+SLURM_VARIABLES = ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE")
+
+
+def read_slurm(dist, environ=None) -> Tuple[Dict, str, int]:
+    """(cluster, job, index) from the environment ``srun`` gives each task, through TensorFlow's
+    ``SlurmClusterResolver``: the step's tasks in rank order, the first ``distributed.num_ps`` the
+    ps tasks (none under ``distributed.strategy=collective``), the rest workers (worker 0 the
+    chief); each node's tasks on ``distributed.port_base``, ``port_base + 1``, ... GPUs are TF's to
+    share out (``CUDA_VISIBLE_DEVICES`` per task) where the node has them.
+
+    Raises:
+      ConfigError: not inside a SLURM job step, or fewer tasks than ps tasks + 1.
+    """
+    environ = os.environ if environ is None else environ
+    missing = [name for name in SLURM_VARIABLES if name not in environ]
+    if missing:
+        raise ConfigError(f"distributed=slurm: {', '.join(missing)} not set; run each task under srun (e.g. srun "
+                          "--ntasks=3 train ... distributed=slurm), or use distributed=cluster")
+    num_ps = 0 if str(dist.strategy) == "collective" else int(dist.num_ps)
+    tasks = int(environ["SLURM_STEP_NUM_TASKS"])
+    if tasks <= num_ps:
+        raise ConfigError(f"distributed.num_ps={num_ps}: the SLURM step has {tasks} task(s), none left to train; "
+                          f"run more tasks (srun --ntasks={num_ps + 1} or more) or lower distributed.num_ps")
+    from tensorflow.python.distribute.cluster_resolver.slurm_cluster_resolver import SlurmClusterResolver, get_num_gpus
+
+    saved = {name: os.environ.get(name) for name in SLURM_VARIABLES}
+    os.environ.update({name: environ[name] for name in SLURM_VARIABLES})  # the resolver reads os.environ
+    try:
+        jobs = {"worker": tasks - num_ps, **({"ps": num_ps} if num_ps else {})}
+        per_node = max(int(n.split("(")[0]) for n in environ["SLURM_STEP_TASKS_PER_NODE"].split(","))
+        gpus = _gpus_per_node(get_num_gpus)
+        resolver = SlurmClusterResolver(jobs=jobs, port_base=int(dist.port_base),
+                                        gpus_per_node=gpus or per_node, gpus_per_task=None if gpus else 1,
+                                        auto_set_gpu=bool(gpus))
+        cluster = {job: list(addresses) for job, addresses in resolver.cluster_spec().as_dict().items()}
+        job, index = resolver.get_task_info()
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return cluster, job, int(index)
+
+
+def _gpus_per_node(count) -> int:
+    """The node's GPUs as TensorFlow's SLURM resolver counts them; 0 where there is no nvidia-smi.
+    (With none, the resolver is given one per task and leaves CUDA_VISIBLE_DEVICES alone: it
+    cannot place tasks on a node without GPUs otherwise.)"""
+    try:
+        return int(count())
+    except (OSError, RuntimeError, ValueError):
+        return 0
 
 
 def check_distributed(cfg) -> None:
