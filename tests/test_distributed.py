@@ -625,3 +625,41 @@ def test_slurm_job_step_of_two_tasks_trains(tmp_path):
     assert (record["status"], record["role"], record["global_step"]) == ("finished", "worker-0", 30)
     assert record["cluster"] == {"worker": [f"127.0.0.1:{port}", f"127.0.0.1:{port + 1}"]}
     assert _ckpt_steps(str(tmp_path / "run" / "checkpoints"))[-1] == 30
+
+
+def test_collective_worker_killed_fails_the_others_naming_it_and_the_cluster_resumes(tmp_path):
+    """kill -9 of worker 1 (no signal to pass on): the chief waits in the next all-reduce until its
+    watchdog, then exits 5 naming the task that does not answer; the checkpoints stay, and the same
+    two commands resume from the newest."""
+    hosts = [f"127.0.0.1:{p}" for p in free_ports("127.0.0.1", 2)]
+    command = [TRAIN, "model=mlp", "model.params.hidden_units=[16]", "data=synthetic", "checkpoint.every_steps=20",
+               "eval.every_steps=100000", "log.progress=off", "log.every_steps=10", "distributed=cluster",
+               "distributed.strategy=collective", f"distributed.cluster={{worker:[{hosts[0]},{hosts[1]}]}}",
+               "distributed.progress_timeout_secs=8", "hydra.run.dir=run"]
+
+    def start(index, max_steps):
+        return subprocess.Popen([*command, f"train.max_steps={max_steps}", "distributed.job_name=worker",
+                                 f"distributed.task_index={index}"], cwd=tmp_path, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    procs = [start(0, 1_000_000), start(1, 1_000_000)]
+    try:
+        wait_for_step(tmp_path / "run", 40, procs[0])
+        procs[1].kill()
+        out, err = procs[0].communicate(timeout=120)
+    finally:
+        for p in procs:
+            p.kill()
+    assert procs[0].returncode == ClusterError.exit_code, err[-2000:]
+    assert re.search(r"no progress for 8s.*worker 1 at 127\.0\.0\.1:\d+ \(", err), err[-2000:]
+    saved = _ckpt_steps(str(tmp_path / "run" / "checkpoints"))[-1]
+    assert saved >= 40
+    procs = [start(0, saved + 20), start(1, saved + 20)]
+    try:
+        outputs = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    assert [p.returncode for p in procs] == [0, 0], outputs[0][1][-2000:] + outputs[1][1][-2000:]
+    record = json.load(open(tmp_path / "run" / "metrics.json"))
+    assert (record["status"], record["start_step"], record["global_step"]) == ("finished", saved, saved + 20)
