@@ -370,6 +370,41 @@ def test_multi_worker_mirrored_strategy_program_trains_as_one_worker_with_the_gl
     assert "model.ckpt" not in " ".join(os.listdir(tmp_path / "two" / "tasks" / "worker-1"))
 
 
+@pytest.mark.cluster
+def test_parameter_server_and_central_storage_strategies_run_as_estimator_ran_them(tmp_path):
+    """The same tutorial program with a v1 ParameterServerStrategy on a TF_CONFIG cluster of a ps and a
+    chief (the ps tasks hold the variables; the chief trains and saves), and with CentralStorageStrategy
+    on one machine with one device (one tower: the same weights as no strategy)."""
+    from trainer.dist.roles import free_ports
+
+    program = os.path.join(PROGRAMS, "estimator_mwms.py")
+    ps, chief = (f"127.0.0.1:{p}" for p in free_ports("127.0.0.1", 2))
+    procs = {}
+    for task in ("ps", "chief"):
+        env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": {"ps": [ps], "chief": [chief]},
+                                                     "task": {"type": task, "index": 0}}))
+        procs[task] = subprocess.Popen([LAUNCHER, program, f"--model-dir={tmp_path / 'ps'}", "--steps=30",
+                                        "--strategy=parameter_server"], env=env, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, text=True)
+    try:
+        outputs = {task: p.communicate(timeout=300)[0] for task, p in procs.items()}
+    finally:
+        for p in procs.values():
+            p.kill()
+    for task, p in procs.items():
+        assert p.returncode == 0, f"{task}:\n{outputs[task][-3000:]}"
+    assert tf.train.load_variable(tf.train.latest_checkpoint(str(tmp_path / "ps")), "global_step") == 30
+    runs = {}
+    for name, extra in (("central", ["--strategy=central_storage"]), ("none", ["--one-worker"])):
+        done = subprocess.run([LAUNCHER, program, f"--model-dir={tmp_path / name}", "--steps=30", *extra],
+                              capture_output=True, text=True, timeout=300, env=dict(os.environ, TF_CONFIG=""))
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs[name] = tf.train.latest_checkpoint(str(tmp_path / name))
+    for variable in ("dense/kernel", "dense_1/kernel"):
+        np.testing.assert_allclose(tf.train.load_variable(runs["central"], variable),
+                                   tf.train.load_variable(runs["none"], variable), rtol=1e-6)
+
+
 USER_MODULE = '''
 import numpy as np
 import tensorflow as tf

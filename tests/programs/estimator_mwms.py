@@ -4,7 +4,9 @@ ran it: graph mode turned on at the top, ``MultiWorkerMirroredStrategy`` in
 ``input_fn`` that shards by its ``input_context``, a Keras model inside the model_fn with a TF1
 optimizer's ``minimize``, and ``tf.estimator.train_and_evaluate``. Small synthetic data in place
 of tensorflow_datasets' MNIST, a fixed number of steps, and no shuffle, so that a run on one
-worker with the whole global batch sees the same batches.
+worker with the whole global batch sees the same batches. ``--strategy`` swaps in the other
+strategies such programs passed (a v1 ``ParameterServerStrategy`` with ps tasks in ``TF_CONFIG``,
+a ``CentralStorageStrategy`` on one machine).
 """
 
 import argparse
@@ -62,8 +64,14 @@ def main():
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--one-worker", action="store_true", help="no strategy: the single-process reference")
+    parser.add_argument("--strategy", choices=["multi_worker_mirrored", "parameter_server", "central_storage"],
+                        default="multi_worker_mirrored")
     args = parser.parse_args()
-    strategy = None if args.one_worker else tf.distribute.experimental.MultiWorkerMirroredStrategy()
+    strategy = None if args.one_worker else {
+        "multi_worker_mirrored": tf.distribute.experimental.MultiWorkerMirroredStrategy,
+        "parameter_server": tf.compat.v1.distribute.experimental.ParameterServerStrategy,
+        "central_storage": tf.distribute.experimental.CentralStorageStrategy,
+    }[args.strategy]()
     config = tf.estimator.RunConfig(train_distribute=strategy, tf_random_seed=3, save_checkpoints_steps=20)
     classifier = tf.estimator.Estimator(model_fn=make_model_fn(args.batch_size), model_dir=args.model_dir,
                                         config=config)
