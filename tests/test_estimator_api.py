@@ -733,3 +733,19 @@ def test_a_serving_input_receiver_fn_returning_the_wrong_thing_is_named_in_the_p
         classifier.export_saved_model(str(tmp_path / "export"), serving_input_receiver_fn)
     assert "export.serving_input_fn" not in str(raised.value) and "registry" not in str(raised.value)
     assert not (tmp_path / "export").exists() or not os.listdir(tmp_path / "export")  # nothing half-exported
+
+
+def test_train_and_evaluate_first_evaluates_the_first_checkpoint_after_its_start(tmp_path):
+    """As Estimator's listener did (its first save skipped, then its throttle timer never triggered):
+    the first evaluation is of the first checkpoint saved after the starting one, the next waits for
+    throttle_secs (600), and the last checkpoint is evaluated at the end; a resumed run likewise."""
+    from trainer.hooks.early_stopping import read_eval_metrics
+
+    x, y = _data()
+    classifier = estimator.Estimator(model_fn, model_dir=str(tmp_path / "model"), params={"learning_rate": 0.5},
+                                     config=estimator.RunConfig(tf_random_seed=3, save_checkpoints_steps=10))
+    eval_spec = estimator.EvalSpec(_inputs(x, y, repeat=False), steps=None)
+    estimator.train_and_evaluate(classifier, estimator.TrainSpec(_inputs(x, y), max_steps=30), eval_spec)
+    assert sorted(read_eval_metrics(str(tmp_path / "model" / "eval"))) == [10, 30]
+    estimator.train_and_evaluate(classifier, estimator.TrainSpec(_inputs(x, y), max_steps=60), eval_spec)
+    assert sorted(read_eval_metrics(str(tmp_path / "model" / "eval"))) == [10, 30, 40, 60]

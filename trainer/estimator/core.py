@@ -313,7 +313,12 @@ def _write_summaries(logdir: str, values: Dict) -> None:
     tf1 = tf.compat.v1
     summary = tf1.Summary(value=[tf1.Summary.Value(tag=k, simple_value=float(v)) for k, v in values.items()
                                  if k != "global_step" and isinstance(v, (int, float))])
+    from trainer.hooks.builtin import open_event_writers
+
     with tf.Graph().as_default():  # a FileWriter needs graph mode
+        # A file name of its own: two evaluations within one second (a fast train_and_evaluate) each
+        # opening TensorFlow's default name would truncate the first one's file.
+        open_event_writers({logdir: None})
         writer = tf1.summary.FileWriterCache.get(logdir)
         writer.add_summary(summary, int(values["global_step"]))
         writer.flush()

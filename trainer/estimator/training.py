@@ -1,7 +1,8 @@
 """``train_and_evaluate`` with ``TrainSpec`` / ``EvalSpec``, as Estimator ran it in one process:
-training, an evaluation after a checkpoint is saved once ``throttle_secs`` have passed since the last
-one, a final evaluation of the last checkpoint, and each exporter (``trainer.estimator.exporters``)
-after each evaluation; under a ``TF_CONFIG`` cluster, each task its role."""
+training, an evaluation after the first checkpoint saved after the starting one, then after a
+checkpoint once ``throttle_secs`` have passed since the last evaluation, a final evaluation of the
+last checkpoint, and each exporter (``trainer.estimator.exporters``) after each evaluation; under a
+``TF_CONFIG`` cluster, each task its role."""
 
 import logging
 import os
@@ -44,10 +45,10 @@ class _Evaluator:
     def __init__(self, estimator, spec: EvalSpec):
         self._estimator, self._spec = estimator, spec
         self.last: Tuple[Optional[Dict], List] = (None, [])
-        self._evaluated_step, self._at = None, time.time()  # the first evaluation waits for throttle_secs
+        self._evaluated_step, self._at = None, None  # the first evaluation is due at once
 
     def due(self) -> bool:
-        return time.time() - self._at >= self._spec.throttle_secs
+        return self._at is None or time.time() - self._at >= self._spec.throttle_secs
 
     def evaluate(self, checkpoint_path: str, final: bool) -> None:
         step = int(tf.train.load_variable(checkpoint_path, "global_step"))
@@ -71,13 +72,15 @@ class _Evaluator:
 
 
 class _EvaluateAfterSave(tf.compat.v1.train.CheckpointSaverListener):
-    """Evaluates the checkpoint just saved, when ``throttle_secs`` have passed since the last evaluation."""
+    """Evaluates the checkpoint just saved, when ``throttle_secs`` have passed since the last evaluation
+    (the first at once), as Estimator did: not the one at ``start_step`` (the step the training started
+    from: nothing trained in it yet), so the first evaluation is of the first checkpoint after it."""
 
-    def __init__(self, evaluator: _Evaluator, model_dir: str):
-        self._evaluator, self._model_dir = evaluator, model_dir
+    def __init__(self, evaluator: _Evaluator, model_dir: str, start_step: int = 0):
+        self._evaluator, self._model_dir, self._start = evaluator, model_dir, start_step
 
     def after_save(self, session, global_step_value):
-        if global_step_value and self._evaluator.due() and not signal_received():
+        if global_step_value != self._start and self._evaluator.due() and not signal_received():
             try:
                 self._evaluator.evaluate(tf.train.latest_checkpoint(self._model_dir), final=False)
             except EvaluationStopped:  # training stops at its next step, as the signal asked
@@ -96,7 +99,9 @@ def train_and_evaluate(estimator, train_spec: TrainSpec, eval_spec: EvalSpec):
     if estimator.config.distributed:
         return _run_task(estimator, train_spec, eval_spec)
     evaluator = _Evaluator(estimator, eval_spec)
-    listener = _EvaluateAfterSave(evaluator, estimator.model_dir)
+    start = estimator.latest_checkpoint()
+    start_step = int(tf.train.load_variable(start, "global_step")) if start else 0
+    listener = _EvaluateAfterSave(evaluator, estimator.model_dir, start_step)
     estimator.train(train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps,
                     saving_listeners=[*train_spec.saving_listeners, listener])
     latest = estimator.latest_checkpoint()

@@ -107,6 +107,15 @@ def _decayed(optimizer_cfg, rate, grads_and_vars):
                 for g, v in grads_and_vars if g is not None]
 
 
+def _scheduled_optimizer(optimizer_cfg, schedule_step, max_steps, loss_scale: bool):
+    """``(optimizer, rate)``: the config's optimizer at the schedule's rate (``rate`` None: constant),
+    the rate named for TensorBoard, wrapped in dynamic loss scaling with ``loss_scale``."""
+    rate = None if is_constant(optimizer_cfg) else learning_rate(optimizer_cfg, schedule_step, max_steps)
+    optimizer = make_optimizer(optimizer_cfg, rate)
+    _name_learning_rate(optimizer)
+    return (_loss_scaled(optimizer) if loss_scale else optimizer), rate
+
+
 def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, sync=None, loss_scale=False,
                   max_steps=None, schedule_step=None, guard_update=True, collective=None):
     """``optimizer.minimize`` after the model's update ops (batch-norm statistics), with a flag
@@ -136,20 +145,14 @@ def make_train_op(optimizer_cfg, loss, global_step, update_ops, loss_is_finite, 
     Returns:
       (train_op, the SyncReplicasOptimizer or None, a bool tensor: the step was applied).
     """
-    rate = None
-    if not is_constant(optimizer_cfg):
-        rate = learning_rate(optimizer_cfg, global_step if schedule_step is None else schedule_step, max_steps)
-    optimizer = make_optimizer(optimizer_cfg, rate)
-    _name_learning_rate(optimizer)
+    optimizer, rate = _scheduled_optimizer(optimizer_cfg, global_step if schedule_step is None else schedule_step,
+                                           max_steps, loss_scale)
     clip_norm = optimizer_cfg.get("clip_norm")
-    if loss_scale:
-        optimizer = _loss_scaled(optimizer)
     if sync is not None:
         optimizer = tf1.train.SyncReplicasOptimizer(optimizer, replicas_to_aggregate=sync[0],
                                                     total_num_replicas=sync[1])
-        grads_and_vars = _gradients(optimizer, loss, update_ops)
-        if clip_norm:
-            grads_and_vars = _clipped(grads_and_vars, clip_norm)
+        grads_and_vars = _clipped(_gradients(optimizer, loss, update_ops), clip_norm) if clip_norm else \
+            _gradients(optimizer, loss, update_ops)
         return optimizer.apply_gradients(grads_and_vars, global_step=global_step), optimizer, loss_is_finite
     before = _snapshot_before(update_ops, global_step) if guard_update else []
     grads_and_vars = _gradients(optimizer, loss, update_ops)
