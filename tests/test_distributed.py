@@ -532,20 +532,26 @@ def test_collective_refuses_a_train_op_that_no_optimizer_applied(make_cfg, tmp_p
         build_graph(graph_recipe(cfg), load_data_for(cfg.model, cfg.data), placement)
 
 
-def test_collective_signal_to_one_worker_stops_every_worker_after_the_same_step(tmp_path):
-    """SIGTERM to worker 1 of a collective cluster (its machine being preempted): both workers stop
-    after the same step (the signal rides on an all-reduced flag), the chief saves that step, both
-    exit 143; the same two commands resume from it and finish."""
+def _collective_pair(tmp_path, *overrides):
+    """``start(index, max_steps)``: worker ``index`` of a two-worker collective cluster on 127.0.0.1 (the
+    same ports for every start), run dir ``tmp_path/run``, with ``overrides``."""
     hosts = [f"127.0.0.1:{p}" for p in free_ports("127.0.0.1", 2)]
-    command = [TRAIN, "model=mlp", "model.params.hidden_units=[16]", "data=synthetic", "checkpoint.every_steps=null",
-               "eval.every_steps=100000", "log.progress=off", "log.every_steps=10", "distributed=cluster",
-               "distributed.strategy=collective", f"distributed.cluster={{worker:[{hosts[0]},{hosts[1]}]}}",
-               "distributed.progress_timeout_secs=60", "hydra.run.dir=run"]
+    command = [TRAIN, "model=mlp", "model.params.hidden_units=[16]", "data=synthetic", "eval.every_steps=100000",
+               "log.progress=off", "log.every_steps=10", "distributed=cluster", "distributed.strategy=collective",
+               f"distributed.cluster={{worker:[{hosts[0]},{hosts[1]}]}}", "hydra.run.dir=run", *overrides]
 
     def start(index, max_steps):
         return subprocess.Popen([*command, f"train.max_steps={max_steps}", "distributed.job_name=worker",
                                  f"distributed.task_index={index}"], cwd=tmp_path, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
+    return start
+
+
+def test_collective_signal_to_one_worker_stops_every_worker_after_the_same_step(tmp_path):
+    """SIGTERM to worker 1 of a collective cluster (its machine being preempted): both workers stop
+    after the same step (the signal rides on an all-reduced flag), the chief saves that step, both
+    exit 143; the same two commands resume from it and finish."""
+    start = _collective_pair(tmp_path, "checkpoint.every_steps=null", "distributed.progress_timeout_secs=60")
 
     procs = [start(0, 1_000_000), start(1, 1_000_000)]
     try:
@@ -631,16 +637,7 @@ def test_collective_worker_killed_fails_the_others_naming_it_and_the_cluster_res
     """kill -9 of worker 1 (no signal to pass on): the chief waits in the next all-reduce until its
     watchdog, then exits 5 naming the task that does not answer; the checkpoints stay, and the same
     two commands resume from the newest."""
-    hosts = [f"127.0.0.1:{p}" for p in free_ports("127.0.0.1", 2)]
-    command = [TRAIN, "model=mlp", "model.params.hidden_units=[16]", "data=synthetic", "checkpoint.every_steps=20",
-               "eval.every_steps=100000", "log.progress=off", "log.every_steps=10", "distributed=cluster",
-               "distributed.strategy=collective", f"distributed.cluster={{worker:[{hosts[0]},{hosts[1]}]}}",
-               "distributed.progress_timeout_secs=8", "hydra.run.dir=run"]
-
-    def start(index, max_steps):
-        return subprocess.Popen([*command, f"train.max_steps={max_steps}", "distributed.job_name=worker",
-                                 f"distributed.task_index={index}"], cwd=tmp_path, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+    start = _collective_pair(tmp_path, "checkpoint.every_steps=20", "distributed.progress_timeout_secs=8")
 
     procs = [start(0, 1_000_000), start(1, 1_000_000)]
     try:
