@@ -33,9 +33,10 @@ def _side(name: str, reference_python: str):
     return [sys.executable, "-m", "trainer.estimator.launch", PROGRAM]
 
 
-def _run(command, model_dir: str, model_type: str, data, steps: int, export: bool = False) -> dict:
+def _run(command, model_dir: str, model_type: str, data, steps: int, export: bool = False, batch_size: int = 64) -> dict:
     report = model_dir.rstrip("/") + f"-{steps}.json"
     done = subprocess.run([*command, f"--model_dir={model_dir}", f"--model_type={model_type}", f"--steps={steps}",
+                           f"--batch_size={batch_size}",
                            f"--train_data={data[0]}", f"--test_data={data[1]}", f"--report={report}",
                            f"--export={'true' if export else 'false'}"],
                           capture_output=True, text=True, timeout=1800)
@@ -59,23 +60,24 @@ def measure(args) -> dict:
     data = (write_csv(os.path.join(work, "train.csv"), args.rows, 0),
             write_csv(os.path.join(work, "test.csv"), args.rows // 4, 1))
     results = {}
-    for model_type in MODELS:
+    for model_type in args.models:
         rounds = []
         for r in range(args.rounds):
             sides = SIDES if r % 2 == 0 else SIDES[::-1]
             runs = {side: _run(_side(side, args.reference_python), os.path.join(work, f"{model_type}-{side}-{r}"),
-                               model_type, data, args.steps) for side in sides}
+                               model_type, data, args.steps, batch_size=args.batch_size) for side in sides}
             rounds.append({"runs": runs, "agreement": _agreement(runs["estimator"], runs["trainer"])})
             print(model_type, r, json.dumps(rounds[-1]["agreement"]),
                   {s: runs[s].get("steps_per_sec") for s in SIDES}, flush=True)
         cross = {f"{reader} resumes {writer}'s model_dir": _run(_side(reader, args.reference_python),
                                                                 os.path.join(work, f"{model_type}-{writer}-0"),
-                                                                model_type, data, args.resume_steps)
+                                                                model_type, data, args.resume_steps,
+                                                                batch_size=args.batch_size)
                  for reader, writer in (("trainer", "estimator"), ("estimator", "trainer"))}
         results[model_type] = {"rounds": rounds, "summary": _summary(rounds), "cross": {
             what: ({"failed": r["failed"]} if "failed" in r else
                    {"global_step": r["metrics"]["global_step"], "metrics": r["metrics"]}) for what, r in cross.items()}}
-    return {"steps": args.steps, "rows": args.rows, "models": results}
+    return {"steps": args.steps, "rows": args.rows, "batch_size": args.batch_size, "models": results}
 
 
 def _summary(rounds) -> dict:
@@ -95,6 +97,10 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--rows", type=int, default=8000, help="training rows (the test table has a quarter)")
     parser.add_argument("--resume-steps", type=int, default=50, help="steps each side adds to the other's model_dir")
+    parser.add_argument("--models", nargs="+", default=list(MODELS),
+                        help=f"model types of bench/census_program.py (default: {' '.join(MODELS)}); "
+                             "one_numeric_regressor is the smallest step, a linear model over one numeric column")
+    parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args(argv)
     check_reference_python(args)

@@ -15,7 +15,8 @@ import tensorflow as tf
 from absl import app, flags
 
 flags.DEFINE_string("model_dir", None, "")
-flags.DEFINE_string("model_type", "wide_deep", "wide, deep, wide_deep, baseline, or their _regressor forms")
+flags.DEFINE_string("model_type", "wide_deep", "wide, deep, wide_deep, baseline, or their _regressor forms; "
+                    "one_numeric_regressor: a linear model over age alone (the smallest step)")
 flags.DEFINE_string("train_data", None, "census-style CSV with a header line")
 flags.DEFINE_string("test_data", None, "")
 flags.DEFINE_integer("steps", 200, "training steps of this call")
@@ -69,6 +70,9 @@ def build_estimator(model_dir, model_type):
     kind = model_type[:-len("_regressor")] if regressor else model_type
     if regressor:
         deep_columns = [c for c in deep_columns if c.name != "hours_per_week"]
+    if kind == "one_numeric":
+        return tf.estimator.LinearRegressor(model_dir=model_dir, feature_columns=[tf.feature_column.numeric_column("age")],
+                                            config=run_config)
     if kind == "wide":
         cls = tf.estimator.LinearRegressor if regressor else tf.estimator.LinearClassifier
         return cls(model_dir=model_dir, feature_columns=wide_columns, config=run_config)
@@ -137,6 +141,8 @@ def main(_):
     first = next(predictions)
     predictions.close()  # leaves predict's graph, so the export below builds in its own
     wide_columns, deep_columns = build_model_columns()
+    if FLAGS.model_type == "one_numeric_regressor":
+        wide_columns, deep_columns = [tf.feature_column.numeric_column("age")], []
     timed = timing.marks[10:]
     report = {
         "metrics": {k: float(v) for k, v in results.items()},

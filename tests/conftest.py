@@ -1,4 +1,5 @@
 import os
+import signal
 import sys
 
 import pytest
@@ -10,6 +11,10 @@ from trainer.cli.paths import register_resolvers
 from trainer.config.schema import register_configs
 
 trainer.process.set_environment()  # as the command does, before any test module imports TensorFlow
+# A suite started in the background by a shell without job control inherits SIGINT ignored, and so would
+# every train command it starts (no KeyboardInterrupt anywhere): the Ctrl-C tests need Python's own handler.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 # tests/ holds user-style modules (hooks given by _target_) that live outside the package.
 sys.path.insert(0, TESTS_DIR)

@@ -226,3 +226,38 @@ def test_a_signal_during_a_programs_training_exits_as_the_train_command_does(tmp
     assert proc.returncode == status, err[-2000:]
     assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("error: stopped by SIG")
     assert tf.train.latest_checkpoint(str(model_dir)).rsplit("-", 1)[1] != "0"
+
+
+def test_a_module_with_syntax_the_upgrader_cannot_read_still_has_its_tf1_names_rewritten():
+    """pasta, under TensorFlow's upgrader, fails inside on ':=' (Python 3.8); the module still imports,
+    its tf.compat.v1 names rewritten by the second pass, and a module without TensorFlow is left as it is."""
+    from trainer.estimator import upgrade
+
+    source = ("import tensorflow as tf\n"
+              "def flag_value(values):\n"
+              "    if (n := len(values)) > 1:\n"
+              "        return n\n"
+              "    return tf.flags\n")
+    converted = upgrade.convert(source, "walrus_helper.py")
+    namespace = {}
+    exec(converted.code, namespace)
+    assert converted.tf1 and namespace["flag_value"]([]) is tf.compat.v1.flags
+    assert namespace["flag_value"]([1, 2]) == 2
+    plain = upgrade.convert("def f(x):\n    return (y := x)\n", "no_tf.py")
+    assert not plain.tf1 and plain.findings == []
+
+
+def test_the_runners_own_modules_are_never_taken_for_a_programs(tmp_path):
+    """A program inside a checkout of the runner (its root holding trainer/) has its own modules
+    converted, never the runner's (they were, and the upgrader failed on them)."""
+    from trainer.estimator import upgrade
+
+    checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(upgrade.__file__))))
+    (tmp_path / "helper_mod.py").write_text("import tensorflow as tf\nLEVEL = tf.logging.INFO\n")
+    finder = upgrade.ProgramFinder([checkout, str(tmp_path)])
+    sys.path.insert(0, str(tmp_path))
+    try:
+        assert finder.find_spec("trainer.hooks.assembly", [os.path.join(checkout, "trainer", "hooks")]) is None
+        assert isinstance(finder.find_spec("helper_mod").loader, upgrade._ConvertingLoader)
+    finally:
+        sys.path.remove(str(tmp_path))

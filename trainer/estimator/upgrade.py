@@ -15,6 +15,7 @@ import ast
 import contextlib
 import io
 import importlib.abc
+import logging
 import importlib.machinery
 import linecache
 import os
@@ -23,6 +24,9 @@ import sys
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
 MISSING = "__trainer_missing_tf_name__"
+log = logging.getLogger("trainer")
+# The runner's own package: never a program's module, also where a program sits in a checkout of it.
+_RUNNER_PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "")
 
 
 class Converted(NamedTuple):
@@ -149,8 +153,16 @@ def _convert(source: str, filename: str) -> Converted:
     named ``"<filename> (converted)"`` and ``linecache`` holds its text under that name, so AutoGraph
     (which reads a function's source to convert it for ``Dataset.map``) and tracebacks see the code that
     runs, not the file on disk (AutoGraph re-reads the file of a module's ``__file__``)."""
-    with contextlib.redirect_stdout(io.StringIO()):  # the upgrader prints each change
-        ok, text, logs, errors = _upgrader().update_string_pasta(source, filename)
+    if "tensorflow" not in source:  # no TensorFlow name to upgrade: compiled as it is
+        return Converted(compile(source, filename, "exec"), False, [])
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # the upgrader prints each change
+            ok, text, logs, errors = _upgrader().update_string_pasta(source, filename)
+    # broad: the upgrader's parser (pasta) fails inside on syntax newer than it knows (NameError on ':=')
+    except Exception as e:
+        log.warning("%s: TensorFlow's upgrader could not read it (%s: %s); only its tf.compat.v1 names are "
+                    "rewritten", os.path.basename(filename), type(e).__name__, e)
+        ok, text, logs, errors = True, source, [], []
     if not ok:  # the upgrader could not parse it: compile the original, whose error then shows
         return Converted(compile(source, filename, "exec"), False, [])
     messages = _messages(errors)
@@ -194,7 +206,8 @@ class ProgramFinder(importlib.abc.MetaPathFinder):
         if spec is None or not spec.origin or not spec.origin.endswith(".py"):
             return None
         origin = os.path.realpath(spec.origin)
-        if not any(origin.startswith(root) for root in self.roots) or "site-packages" in origin:
+        if (not any(origin.startswith(root) for root in self.roots) or "site-packages" in origin
+                or origin.startswith(_RUNNER_PACKAGE)):
             return None
         spec.loader = _ConvertingLoader(fullname, spec.origin)
         return spec
