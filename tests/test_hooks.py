@@ -324,3 +324,29 @@ def test_a_metrics_log_cut_off_mid_line_by_a_kill_is_mended_on_resume(tmp_path, 
     path.write_text("\n".join([lines[0], "not json", *lines[1:]]) + "\n")
     with pytest.raises(RecordError, match=r"metrics.jsonl:2: not a row of the metrics log \('not json'\); delete"):
         read_rows(str(path))
+
+
+def test_checkpoint_saver_reads_the_step_again_only_when_a_save_is_due(tmp_path, monkeypatch):
+    """TensorFlow's CheckpointSaverHook ran the session a second time after every step to read the
+    global step; given the step read after the train op, the runner's hook runs once a step and saves
+    at the same steps."""
+    from trainer.hooks.builtin import CheckpointSaverHook
+
+    tf1 = tf.compat.v1
+    runs = []
+    real_run = tf1.Session.run
+    monkeypatch.setattr(tf1.Session, "run", lambda self, *a, **k: runs.append(1) or real_run(self, *a, **k))
+    with tf.Graph().as_default():
+        step = tf1.train.get_or_create_global_step()
+        train_op = tf1.assign_add(step, 1)
+        with tf.control_dependencies([train_op]):
+            step_after = tf.identity(step)
+        hook = CheckpointSaverHook(str(tmp_path), save_steps=5, step_after=step_after)
+        with tf1.train.MonitoredSession(hooks=[hook]) as sess:
+            before = len(runs)
+            for _ in range(12):
+                sess.run(train_op)
+            during = len(runs) - before
+    saved = sorted(int(p.rsplit("-", 1)[1]) for p in tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths)
+    assert saved == [0, 5, 10, 12]
+    assert during == 12 + 2 * 2, during  # one run a step; a step read and the save's own run at 5 and 10

@@ -261,3 +261,29 @@ def test_the_runners_own_modules_are_never_taken_for_a_programs(tmp_path):
         assert isinstance(finder.find_spec("helper_mod").loader, upgrade._ConvertingLoader)
     finally:
         sys.path.remove(str(tmp_path))
+
+
+def test_a_tf2_program_is_neither_taken_for_tf1_nor_upgraded(tmp_path):
+    """TensorFlow's upgrader reads every source as TF 1.x: it renamed a TF 2 program's
+    tf.saved_model.load(path) to TF 1.x's loader, and that rename made the program TF 1.x (v1 canned
+    classes, another model than the program's Estimator trained)."""
+    from trainer.estimator import upgrade
+
+    program = tmp_path / "tf2_program.py"
+    program.write_text("import tensorflow as tf\n"
+                       "model = tf.estimator.LinearRegressor(feature_columns=[tf.feature_column.numeric_column('a')])\n"
+                       "def signatures(path):\n"
+                       "    return tf.saved_model.load(path).signatures\n")
+    tf1_program = tmp_path / "tf1_program.py"
+    tf1_program.write_text("import tensorflow as tf\ntf.logging.set_verbosity(tf.logging.INFO)\n")
+    assert not upgrade.uses_tf1([str(program)])
+    assert upgrade.uses_tf1([str(program), str(tf1_program)])
+    source = program.read_text()
+    assert upgrade.convert(source, str(program), upgrade=False).code.co_filename == str(program)  # unchanged
+    assert "tf.compat.v1.saved_model.load" in linecache_text(upgrade.convert(source, str(program), upgrade=True))
+
+
+def linecache_text(converted):
+    import linecache
+
+    return "".join(linecache.cache[converted.code.co_filename][2])

@@ -123,6 +123,11 @@ class SaverHookInternals:
         """Save (listeners called) without the hook's timer deciding."""
         self._hook._save(session, step)  # noqa: SLF001
 
+    def steps_ahead(self, steps: int) -> None:
+        """How far the step fetched before a run may be behind the step after it: TensorFlow's hook
+        reads the real step in another run whenever a save could be due within that many steps."""
+        self._hook._set_steps_per_run(steps)  # noqa: SLF001
+
     def mark_triggered(self, step: int) -> None:
         """The next timed save counts from ``step``."""
         self._hook._timer.update_last_triggered_step(step)  # noqa: SLF001

@@ -92,16 +92,16 @@ def main(argv=None) -> None:
     from trainer.estimator.shadow import keep_runner_apart
 
     keep_runner_apart(root)
-    upgrade.install([root])
+    upgrade.install([root], upgrade=tf1)
     from trainer.errors import TrainerError, fail
 
     try:
-        _run(program, as_module, args)
+        _run(program, as_module, args, tf1)
     except TrainerError as e:  # the runner's own failures are one line, as under the train command;
         fail(str(e), e.exit_code)  # the program's own errors keep their tracebacks
 
 
-def _run(program: Optional[str], module: Optional[str], args: List[str]) -> None:
+def _run(program: Optional[str], module: Optional[str], args: List[str], tf1: bool) -> None:
     import runpy
 
     sys.argv = [program or module, *args]
@@ -111,7 +111,7 @@ def _run(program: Optional[str], module: Optional[str], args: List[str]) -> None
     from trainer.estimator.upgrade import MISSING, convert, missing_name
 
     with open(program, encoding="utf-8") as handle:
-        code = convert(handle.read(), program).code
+        code = convert(handle.read(), program, upgrade=tf1).code
     import types
 
     main_module = types.ModuleType("__main__")

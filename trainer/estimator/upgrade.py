@@ -7,8 +7,9 @@ but ``tf.compat.v1`` still has (``tf.flags``, ``tf.layers``, ``tf.contrib`` for 
 ``trainer.estimator.contrib`` provides) to ``tf.compat.v1.<name>``, and each name neither has to a call
 that fails, when it runs, in one line naming the file, the line and the upgrader's own message.
 
-:func:`convert` says whether the source used TF 1.x (the upgrader renamed or flagged something, or
-the second pass rewrote a name), which the launcher reads to choose TF 1.x behaviour.
+:func:`uses_tf1` says whether a program's sources name what only TF 1.x had (a ``tf.X`` TensorFlow 2
+lacks, or ``tf.contrib``), which the launcher reads to choose TF 1.x behaviour; only then does the
+upgrader run (it reads every source as TF 1.x). A TF 2 program gets the second pass alone.
 """
 
 import ast
@@ -137,45 +138,67 @@ def _aliases(tree) -> Dict[str, str]:
     return aliases
 
 
-_converted: Dict[tuple, Converted] = {}  # (filename, source) -> result: detection and import convert once
+_converted: Dict[tuple, Converted] = {}  # (filename, source, upgrade) -> result: detection and import convert once
 
 
-def convert(source: str, filename: str) -> Converted:
-    """:func:`_convert`, once per file and text."""
-    key = (filename, source)
+def convert(source: str, filename: str, upgrade: bool = True) -> Converted:
+    """:func:`_convert`, once per file, text and kind."""
+    key = (filename, source, upgrade)
     if key not in _converted:
-        _converted[key] = _convert(source, filename)
+        _converted[key] = _convert(source, filename, upgrade)
     return _converted[key]
 
 
-def _convert(source: str, filename: str) -> Converted:
-    """``source`` upgraded and compiled (the original's line numbers kept). A converted module's code is
-    named ``"<filename> (converted)"`` and ``linecache`` holds its text under that name, so AutoGraph
-    (which reads a function's source to convert it for ``Dataset.map``) and tracebacks see the code that
-    runs, not the file on disk (AutoGraph re-reads the file of a module's ``__file__``)."""
+def _convert(source: str, filename: str, upgrade: bool) -> Converted:
+    """``source`` compiled (the original's line numbers kept): upgraded by TensorFlow's upgrader where
+    ``upgrade`` (a TF 1.x program: the upgrader reads every source as TF 1.x, and would turn a TF 2
+    program's ``tf.saved_model.load(path)`` into TF 1.x's loader), then its names that only
+    ``tf.compat.v1`` has rewritten. A converted module's code is named ``"<filename> (converted)"`` and
+    ``linecache`` holds its text under that name, so AutoGraph (which reads a function's source to
+    convert it for ``Dataset.map``) and tracebacks see the code that runs, not the file on disk
+    (AutoGraph re-reads the file of a module's ``__file__``)."""
     if "tensorflow" not in source:  # no TensorFlow name to upgrade: compiled as it is
         return Converted(compile(source, filename, "exec"), False, [])
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):  # the upgrader prints each change
-            ok, text, logs, errors = _upgrader().update_string_pasta(source, filename)
-    # broad: the upgrader's parser (pasta) fails inside on syntax newer than it knows (NameError on ':=')
-    except Exception as e:
-        log.warning("%s: TensorFlow's upgrader could not read it (%s: %s); only its tf.compat.v1 names are "
-                    "rewritten", os.path.basename(filename), type(e).__name__, e)
-        ok, text, logs, errors = True, source, [], []
-    if not ok:  # the upgrader could not parse it: compile the original, whose error then shows
-        return Converted(compile(source, filename, "exec"), False, [])
-    messages = _messages(errors)
+    tf1 = _tf1_evidence(source, filename)
+    text, messages = source, {}
+    if upgrade:
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):  # the upgrader prints each change
+                ok, text, _, errors = _upgrader().update_string_pasta(source, filename)
+        # broad: the upgrader's parser (pasta) fails inside on syntax newer than it knows (NameError on ':=')
+        except Exception as e:
+            log.warning("%s: TensorFlow's upgrader could not read it (%s: %s); only its tf.compat.v1 names are "
+                        "rewritten", os.path.basename(filename), type(e).__name__, e)
+            ok, text, errors = True, source, []
+        if not ok:  # the upgrader could not parse it: compile the original, whose error then shows
+            return Converted(compile(source, filename, "exec"), False, [])
+        messages = _messages(errors)
     rewriter = _Rewriter(_aliases(ast.parse(text, filename)), filename, messages)
     rewriter.visit(ast.parse(text, filename))
     text = _apply(text, rewriter.edits)
-    renamed = any("Renamed" in line or "ERROR" in line for line in logs + errors) or text != source
     findings = [f"{os.path.basename(filename)}:{line}: {message}" for line, message in sorted(messages.items())]
     code_name = filename
     if text != source:  # a name of its own: AutoGraph refreshes linecache from disk for a module's __file__
         code_name = f"{filename} (converted)"
         linecache.cache[code_name] = (len(text), None, text.splitlines(True), code_name)
-    return Converted(compile(text, code_name, "exec"), renamed, findings)
+    return Converted(compile(text, code_name, "exec"), tf1, findings)
+
+
+def _tf1_evidence(source: str, filename: str) -> bool:
+    """Whether ``source`` names what only TF 1.x had: a ``tf.X`` TensorFlow 2 lacks (``tf.logging``,
+    ``tf.Session``, ``tf.train.AdamOptimizer``, ...) or ``tf.contrib``. A TF 2 program never does (it
+    would fail on any TF 2), while the upgrader's renames include names TF 2 has too."""
+    try:
+        tree = ast.parse(source, filename)
+    except SyntaxError:
+        return False
+    aliases = _aliases(tree)
+    rewriter = _Rewriter(aliases, filename, {})
+    rewriter.visit(tree)
+    if rewriter.edits:
+        return True
+    return any((chain := _chain(node)) and len(chain) > 1 and aliases.get(chain[0]) == "tensorflow"
+               and chain[1] == "contrib" for node in ast.walk(tree) if isinstance(node, ast.Attribute))
 
 
 def missing_name(name: str, where: str, message: str):
@@ -184,11 +207,16 @@ def missing_name(name: str, where: str, message: str):
 
 
 class _ConvertingLoader(importlib.machinery.SourceFileLoader):
-    """A module of the program's own, converted as it is imported (no bytecode read or written)."""
+    """A module of the program's own, converted as it is imported (no bytecode read or written);
+    ``upgrade``: a TF 1.x program's, through TensorFlow's upgrader first."""
+
+    def __init__(self, fullname, path, upgrade: bool = True):
+        super().__init__(fullname, path)
+        self.upgrade = upgrade
 
     def get_code(self, fullname):
         source = importlib.util.decode_source(self.get_data(self.path))
-        return convert(source, self.path).code
+        return convert(source, self.path, self.upgrade).code
 
     def exec_module(self, module):
         module.__dict__[MISSING] = missing_name
@@ -198,35 +226,43 @@ class _ConvertingLoader(importlib.machinery.SourceFileLoader):
 class ProgramFinder(importlib.abc.MetaPathFinder):
     """Finds the program's own modules (files under ``roots``) and converts them as they are imported."""
 
-    def __init__(self, roots: Sequence[str]):
+    def __init__(self, roots: Sequence[str], upgrade: bool = True):
         self.roots = [os.path.join(os.path.realpath(r), "") for r in roots]
+        self.upgrade = upgrade
 
     def find_spec(self, fullname, path=None, target=None):
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or not spec.origin or not spec.origin.endswith(".py"):
             return None
         origin = os.path.realpath(spec.origin)
-        if (not any(origin.startswith(root) for root in self.roots) or "site-packages" in origin
-                or origin.startswith(_RUNNER_PACKAGE)):
+        if not any(origin.startswith(root) for root in self.roots) or "site-packages" in origin or runners_own(origin):
             return None
-        spec.loader = _ConvertingLoader(fullname, spec.origin)
+        spec.loader = _ConvertingLoader(fullname, spec.origin, self.upgrade)
         return spec
+
+
+def runners_own(path: str) -> bool:
+    """Whether ``path`` is a module of the runner's own package (never a program's, also when the
+    program sits in a checkout of the runner)."""
+    return os.path.realpath(path).startswith(_RUNNER_PACKAGE)
 
 
 def uses_tf1(paths: Sequence[str]) -> bool:
     """Whether any of these source files uses TF 1.x names (what the upgrader or the second pass changes)."""
     for path in paths:
+        if runners_own(path):
+            continue
         try:
             with open(path, encoding="utf-8") as handle:
                 source = handle.read()
         except (OSError, UnicodeDecodeError):
             continue
-        if "tensorflow" in source and convert(source, path).tf1:
+        if "tensorflow" in source and _tf1_evidence(source, path):
             return True
     return False
 
 
-def install(roots: Sequence[str]) -> ProgramFinder:
-    finder = ProgramFinder(roots)
+def install(roots: Sequence[str], upgrade: bool = True) -> ProgramFinder:
+    finder = ProgramFinder(roots, upgrade)
     sys.meta_path.insert(0, finder)
     return finder

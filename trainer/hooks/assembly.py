@@ -140,7 +140,7 @@ def _make_saver_hook(cadence: Cadence, graph, listeners, alongside=None):
     if not every_steps and not every_secs:
         every_steps = cadence.max_steps or NEVER_STEPS  # only the first and the final save
     return CheckpointSaverHook(cadence.ckpt_dir, save_secs=every_secs or None, save_steps=every_steps or None,
-                               saver=graph.saver, listeners=listeners, alongside=alongside)
+                               saver=graph.saver, listeners=listeners, alongside=alongside, step_after=graph.step_after)
 
 
 def make_training_hooks(cadence: Cadence, graph, user: UserHooks, parts: RunParts, role) -> TrainingHooks:

@@ -89,7 +89,14 @@ class InputInitHook(tf1.train.SessionRunHook):
 
 
 class CheckpointSaverHook(tf1.train.CheckpointSaverHook):
-    """TensorFlow's CheckpointSaverHook, with three changes at the start of a session:
+    """TensorFlow's CheckpointSaverHook, with one change at every step and three at the start of a session.
+
+    Every step: given ``step_after`` (the global step read after the train op, which the other hooks
+    fetch anyway), it fetches that in the step's own run, and reads the step again only when a save is
+    due. TensorFlow's hook fetches the step read before the train op, and so runs the session a second
+    time after every step to read the real one (0.27 ms a step here, a fifth of a small linear model's).
+
+    At the start:
 
     - the graph files are written by a thread while training starts: ``graph.pbtxt`` and the events
       file's graph and meta graph are Python serialisation (0.3-0.5 s on a 2-core CPU) that no step
@@ -105,10 +112,18 @@ class CheckpointSaverHook(tf1.train.CheckpointSaverHook):
 
     _graph_files = None
 
-    def __init__(self, *args, alongside: Optional[Callable] = None, **kwargs):
+    def __init__(self, *args, alongside: Optional[Callable] = None, step_after=None, **kwargs):
         super().__init__(*args, **kwargs)
         self._alongside = alongside
         self._internals = SaverHookInternals(self)
+        self._step_after = step_after
+        if step_after is not None:
+            self._internals.steps_ahead(0)  # the fetched step is the real one: no run ahead of a save's
+
+    def before_run(self, run_context):
+        if self._step_after is None:
+            return super().before_run(run_context)
+        return tf1.train.SessionRunArgs(self._step_after)
 
     def after_create_session(self, session, coord):
         # The variable, as the other hooks read it: TensorFlow's ``global_step + 0`` here would be
