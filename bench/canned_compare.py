@@ -5,6 +5,10 @@ environment) and on ``trainer.estimator`` (the same program through ``train-esti
     python3 -m venv ../est215 && ../est215/bin/pip install tensorflow-cpu==2.15.1 tensorflow-estimator==2.15.0
     python -m bench.canned_compare --reference-python ../est215/bin/python --rounds 3 --json out.json
 
+``--runner-old-tf PYTHON`` adds a third side: this tree's runner on the reference's TensorFlow
+(``python3 -m venv ../tf215r && ../tf215r/bin/pip install tensorflow-cpu==2.15.1 "tf-keras~=2.15.0"
+hydra-core omegaconf``), which tells TensorFlow's share of a speed difference from the runner's.
+
 For each model type and round (sides in alternating order, so drift of the machine hits both): the eval
 metrics after the same steps from the same seed (both sides draw the same initial weights here, so the
 metrics should agree to float noise), and the training steps/s after the first 10 steps. Then each side
@@ -27,9 +31,14 @@ PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "census_progr
 MODELS = ("wide", "deep", "wide_deep", "wide_deep_regressor")
 
 
-def _side(name: str, reference_python: str):
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _side(name: str, reference_python: str, runner_old_tf: str = None):
     if name == "estimator":
         return [reference_python, PROGRAM]
+    if name == "trainer_old_tf":  # this tree's runner on another TensorFlow: which side of a gap is TensorFlow's
+        return ["env", f"PYTHONPATH={ROOT}", runner_old_tf, "-m", "trainer.estimator.launch", PROGRAM]
     return [sys.executable, "-m", "trainer.estimator.launch", PROGRAM]
 
 
@@ -60,15 +69,17 @@ def measure(args) -> dict:
     data = (write_csv(os.path.join(work, "train.csv"), args.rows, 0),
             write_csv(os.path.join(work, "test.csv"), args.rows // 4, 1))
     results = {}
+    all_sides = SIDES + (("trainer_old_tf",) if args.runner_old_tf else ())
     for model_type in args.models:
         rounds = []
         for r in range(args.rounds):
-            sides = SIDES if r % 2 == 0 else SIDES[::-1]
-            runs = {side: _run(_side(side, args.reference_python), os.path.join(work, f"{model_type}-{side}-{r}"),
+            sides = all_sides if r % 2 == 0 else all_sides[::-1]
+            runs = {side: _run(_side(side, args.reference_python, args.runner_old_tf),
+                               os.path.join(work, f"{model_type}-{side}-{r}"),
                                model_type, data, args.steps, batch_size=args.batch_size) for side in sides}
             rounds.append({"runs": runs, "agreement": _agreement(runs["estimator"], runs["trainer"])})
             print(model_type, r, json.dumps(rounds[-1]["agreement"]),
-                  {s: runs[s].get("steps_per_sec") for s in SIDES}, flush=True)
+                  {s: runs[s].get("steps_per_sec") for s in all_sides}, flush=True)
         cross = {f"{reader} resumes {writer}'s model_dir": _run(_side(reader, args.reference_python),
                                                                 os.path.join(work, f"{model_type}-{writer}-0"),
                                                                 model_type, data, args.resume_steps,
@@ -82,11 +93,14 @@ def measure(args) -> dict:
 
 def _summary(rounds) -> dict:
     summary = {}
-    for side in SIDES:
+    for side in rounds[0]["runs"]:
         rates = [r["runs"][side]["steps_per_sec"] for r in rounds if "failed" not in r["runs"][side]]
         summary[side] = {"steps_per_sec_median": statistics.median(rates) if rates else None, "steps_per_sec": rates}
     est, ours = summary["estimator"]["steps_per_sec_median"], summary["trainer"]["steps_per_sec_median"]
     summary["speed_ratio_trainer_over_estimator"] = ours / est if est and ours else None
+    if "trainer_old_tf" in summary:
+        old = summary["trainer_old_tf"]["steps_per_sec_median"]
+        summary["speed_ratio_trainer_old_tf_over_estimator"] = old / est if est and old else None
     return summary
 
 
@@ -101,6 +115,8 @@ def main(argv=None):
                         help=f"model types of bench/census_program.py (default: {' '.join(MODELS)}); "
                              "one_numeric_regressor is the smallest step, a linear model over one numeric column")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--runner-old-tf", help="an interpreter with the reference's TensorFlow (2.15.1 and tf-keras 2.15, "
+                                                "hydra-core, omegaconf; no Estimator): this tree's runner also runs there")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args(argv)
     check_reference_python(args)
