@@ -566,7 +566,12 @@ def test_collective_signal_to_one_worker_stops_every_worker_after_the_same_step(
     record = json.load(open(tmp_path / "run" / "metrics.json"))
     stopped = record["global_step"]
     assert record["status"] == "preempted" and _ckpt_steps(str(tmp_path / "run" / "checkpoints"))[-1] == stopped
-    procs = [start(0, stopped + 20), start(1, stopped + 20)]
+    _resume_pair_to(start, tmp_path, stopped)
+
+
+def _resume_pair_to(start, tmp_path, step: int) -> None:
+    """The same two commands again (``start(index, max_steps)``): they resume from ``step`` and finish 20 later."""
+    procs = [start(0, step + 20), start(1, step + 20)]
     try:
         outputs = [p.communicate(timeout=120) for p in procs]
     finally:
@@ -574,7 +579,7 @@ def test_collective_signal_to_one_worker_stops_every_worker_after_the_same_step(
             p.kill()
     assert [p.returncode for p in procs] == [0, 0], outputs[0][1][-2000:] + outputs[1][1][-2000:]
     record = json.load(open(tmp_path / "run" / "metrics.json"))
-    assert (record["status"], record["start_step"], record["global_step"]) == ("finished", stopped, stopped + 20)
+    assert (record["status"], record["start_step"], record["global_step"]) == ("finished", step, step + 20)
 
 
 # --- SLURM (distributed=slurm) -------------------------------------------------------------
@@ -651,12 +656,4 @@ def test_collective_worker_killed_fails_the_others_naming_it_and_the_cluster_res
     assert re.search(r"no progress for 8s.*worker 1 at 127\.0\.0\.1:\d+ \(", err), err[-2000:]
     saved = _ckpt_steps(str(tmp_path / "run" / "checkpoints"))[-1]
     assert saved >= 40
-    procs = [start(0, saved + 20), start(1, saved + 20)]
-    try:
-        outputs = [p.communicate(timeout=120) for p in procs]
-    finally:
-        for p in procs:
-            p.kill()
-    assert [p.returncode for p in procs] == [0, 0], outputs[0][1][-2000:] + outputs[1][1][-2000:]
-    record = json.load(open(tmp_path / "run" / "metrics.json"))
-    assert (record["status"], record["start_step"], record["global_step"]) == ("finished", saved, saved + 20)
+    _resume_pair_to(start, tmp_path, saved)

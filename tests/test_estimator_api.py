@@ -301,6 +301,17 @@ def test_a_script_that_trains_at_import_and_a_tpu_program_run_unedited(tmp_path)
     assert "Traceback" not in done.stderr and not (tmp_path / "d").exists()
 
 
+def _all_exit_0(procs) -> None:
+    """Waits for each task's process (``procs``: task -> Popen, output piped) and asserts it exited 0."""
+    try:
+        outputs = {task: p.communicate(timeout=300)[0] for task, p in procs.items()}
+    finally:
+        for p in procs.values():
+            p.kill()
+    for task, p in procs.items():
+        assert p.returncode == 0, f"{task}:\n{outputs[task][-3000:]}"
+
+
 @pytest.mark.cluster
 def test_train_and_evaluate_under_tf_config_runs_each_task_of_the_cluster(tmp_path):
     """The chief, a ps and the evaluator: the same unedited program, each with its TF_CONFIG, on
@@ -316,13 +327,7 @@ def test_train_and_evaluate_under_tf_config_runs_each_task_of_the_cluster(tmp_pa
         procs[task] = subprocess.Popen([LAUNCHER, os.path.join(PROGRAMS, "estimator_cluster.py"),
                                         f"--job-dir={job_dir}", "--train-steps=200"], env=env,
                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        outputs = {task: p.communicate(timeout=300)[0] for task, p in procs.items()}
-    finally:
-        for p in procs.values():
-            p.kill()
-    for task, p in procs.items():
-        assert p.returncode == 0, f"{task}:\n{outputs[task][-3000:]}"
+    _all_exit_0(procs)
     assert tf.train.load_variable(tf.train.latest_checkpoint(str(job_dir)), "global_step") == 200
     from trainer.hooks.early_stopping import read_eval_metrics
 
@@ -386,13 +391,7 @@ def test_parameter_server_and_central_storage_strategies_run_as_estimator_ran_th
         procs[task] = subprocess.Popen([LAUNCHER, program, f"--model-dir={tmp_path / 'ps'}", "--steps=30",
                                         "--strategy=parameter_server"], env=env, stdout=subprocess.PIPE,
                                        stderr=subprocess.STDOUT, text=True)
-    try:
-        outputs = {task: p.communicate(timeout=300)[0] for task, p in procs.items()}
-    finally:
-        for p in procs.values():
-            p.kill()
-    for task, p in procs.items():
-        assert p.returncode == 0, f"{task}:\n{outputs[task][-3000:]}"
+    _all_exit_0(procs)
     assert tf.train.load_variable(tf.train.latest_checkpoint(str(tmp_path / "ps")), "global_step") == 30
     runs = {}
     for name, extra in (("central", ["--strategy=central_storage"]), ("none", ["--one-worker"])):
